@@ -1,0 +1,87 @@
+"""Comprehensive dynamics: momenta, forces and joint torques (cmtm_math.md §5).
+
+Every stack is Taylor-scaled. With ``K`` velocity orders the momenta have ``K`` orders and
+the forces and torques ``K-1`` (a force is a time derivative of a momentum).
+
+======================  ================  ==============  ================================
+paper                   code              shape           meaning
+======================  ================  ==============  ================================
+I_i                     ``I``             (n, 6, 6)       spatial inertia about link origin
+h_{L_i} = I_i v_i       ``h_L``           (n, K, 6)       link momentum, link frame
+h_{J_i}                 ``h_J``           (n, K, 6)       subtree momentum, link i frame
+~h = X^* h              ``w_h_L/w_h_J``   (n, K, 6)       the same in the world frame
+f = U([v x^*]) h        ``f_L/f_J``       (n, K-1, 6)     link / joint wrench, link frame
+t_i = S_i^T f_{J_i}     ``tau``           (K-1, n)        joint torque (force) stack
+======================  ================  ==============  ================================
+"""
+from cmtm._jit import jit
+from cmtm.spatial import joint_screw
+from cmtm.taylor import conv_blockT_vec, derivative_stack
+
+
+@jit
+def link_momentum(I, nu, h_L):
+    """h_L = diag(I..I) v_L (Lemma 3 / §5): h_L[i, l] = I_i nu[i, l]."""
+    n, K = h_L.shape[0], h_L.shape[1]
+    for i in range(n):
+        for l in range(K):
+            h_L[i, l] = I[i] @ nu[i, l]
+
+
+@jit
+def joint_momentum_pass(parent, Xup, h_L, h_J):
+    """h_J_i = h_L_i + sum_{c in children(i)} ^iX^*_c h_J_c (§5), children first.
+
+    ^iX^*_c is the blockwise transpose of (^iX_c)^{-1} = Xup[c] (§2.3).
+    """
+    n = h_L.shape[0]
+    h_J[:] = h_L
+    for c in range(n - 1, -1, -1):
+        if parent[c] >= 0:
+            conv_blockT_vec(Xup[c], h_J[c], h_J[parent[c]])
+
+
+@jit
+def force_cross_add(nu, h, out):
+    """out += [nu x^*] h = [w x n + v x f; w x f] for nu = [w; v], h = [n; f]."""
+    w0, w1, w2, v0, v1, v2 = nu[0], nu[1], nu[2], nu[3], nu[4], nu[5]
+    n0, n1, n2, f0, f1, f2 = h[0], h[1], h[2], h[3], h[4], h[5]
+    out[0] += w1 * n2 - w2 * n1 + v1 * f2 - v2 * f1
+    out[1] += w2 * n0 - w0 * n2 + v2 * f0 - v0 * f2
+    out[2] += w0 * n1 - w1 * n0 + v0 * f1 - v1 * f0
+    out[3] += w1 * f2 - w2 * f1
+    out[4] += w2 * f0 - w0 * f2
+    out[5] += w0 * f1 - w1 * f0
+
+
+@jit
+def force_from_momentum(nu, h, f):
+    """f = U([v x^*]_T) h (§5): f_l = (l+1) h_{l+1} + sum_{m<=l} [nu_m x^*] h_{l-m}.
+
+    nu, h: (n, K, 6); f: (n, K-1, 6) output.
+    """
+    n, K1 = f.shape[0], f.shape[1]
+    for i in range(n):
+        derivative_stack(h[i], f[i])
+        for l in range(K1):
+            for m in range(l + 1):
+                force_cross_add(nu[i, m], h[i, l - m], f[i, l])
+
+
+@jit
+def joint_torque(joint_type, axis, f_J, tau):
+    """t_i = S_i^T f_J_i per order (Lemma 6 / §5); tau: (K-1, n) output."""
+    n, K1 = f_J.shape[0], f_J.shape[1]
+    for i in range(n):
+        S = joint_screw(joint_type[i], axis[i])
+        for l in range(K1):
+            tau[l, i] = S @ f_J[i, l]
+
+
+@jit
+def world_momentum(Xinv_L, h, w_h):
+    """~h = X^*_L h with X^* the blockwise transpose of X_L^{-1} (§2.3, §5)."""
+    n = h.shape[0]
+    w_h[:] = 0.0
+    for i in range(n):
+        conv_blockT_vec(Xinv_L[i], h[i], w_h[i])

@@ -1,0 +1,159 @@
+"""Spatial-vector algebra, angular-first (cmtm_math.md §1.1).
+
+Symbol table (paper -> code, shape, float64):
+
+=====================  ==================  =======
+[a x_3]                ``skew(a)``         (3, 3)
+[u x_6]                ``motion_cross``    (6, 6)
+[u x_6^*]              ``force_cross``     (6, 6)   = -[u x_6]^T
+[y hat x_6]            ``motion_hat``      (6, 6)   [x x] y = [y hat x] x
+[h hat x_6^*]          ``force_hat``       (6, 6)   [x x^*] h = [h hat x^*] x
+A (motion transform)   ``motion_transform(R, p)``   [[R, 0], [[p x] R, R]]
+E(q) (joint motion)    ``joint_motion(type, axis, q)`` -> (R, p)
+=====================  ==================  =======
+
+Small dense products are written as loops: Numba compiles them to straight-line code,
+far cheaper than a BLAS call on 6x6 operands.
+"""
+import math
+
+import numpy as np
+
+from cmtm._jit import jit
+
+JOINT_REVOLUTE = 0
+JOINT_PRISMATIC = 1
+
+
+@jit
+def skew(a):
+    """[a x_3]: the 3x3 matrix with skew(a) @ b = cross(a, b)."""
+    out = np.zeros((3, 3))
+    out[0, 1] = -a[2]
+    out[0, 2] = a[1]
+    out[1, 0] = a[2]
+    out[1, 2] = -a[0]
+    out[2, 0] = -a[1]
+    out[2, 1] = a[0]
+    return out
+
+
+@jit
+def motion_cross(u):
+    """[u x_6] = [[w x, 0], [v x, w x]] for the twist u = [w; v] (§1.1)."""
+    out = np.zeros((6, 6))
+    w = skew(u[:3])
+    v = skew(u[3:])
+    out[:3, :3] = w
+    out[3:, 3:] = w
+    out[3:, :3] = v
+    return out
+
+
+@jit
+def force_cross(u):
+    """[u x_6^*] = -[u x_6]^T = [[w x, v x], [0, w x]] (§1.1)."""
+    out = np.zeros((6, 6))
+    w = skew(u[:3])
+    v = skew(u[3:])
+    out[:3, :3] = w
+    out[3:, 3:] = w
+    out[:3, 3:] = v
+    return out
+
+
+@jit
+def motion_hat(y):
+    """[y hat x_6] = -[y x_6], so that [x x_6] y = [y hat x_6] x (hat-swap, §1.1)."""
+    return -motion_cross(y)
+
+
+@jit
+def force_hat(h):
+    """[h hat x_6^*] = -[[n x, f x], [f x, 0]] for h = [n; f], so [x x^*] h = [h hat x^*] x."""
+    out = np.zeros((6, 6))
+    n = skew(h[:3])
+    f = skew(h[3:])
+    out[:3, :3] = -n
+    out[:3, 3:] = -f
+    out[3:, :3] = -f
+    return out
+
+
+@jit
+def motion_transform(R, p):
+    """A = [[R, 0], [[p x] R, R]]: maps twists in frame c to frame p, (R, p) = pose of c in p."""
+    out = np.zeros((6, 6))
+    pxR = skew(p) @ R
+    out[:3, :3] = R
+    out[3:, 3:] = R
+    out[3:, :3] = pxR
+    return out
+
+
+@jit
+def motion_transform_inverse(R, p):
+    """A^{-1} = [[R^T, 0], [-R^T [p x], R^T]] (§1.1)."""
+    out = np.zeros((6, 6))
+    Rt = R.T.copy()
+    out[:3, :3] = Rt
+    out[3:, 3:] = Rt
+    out[3:, :3] = -(Rt @ skew(p))
+    return out
+
+
+@jit
+def rotation_about_axis(axis, angle):
+    """Rodrigues' formula: exp(angle [axis x]) for a unit axis."""
+    K = skew(axis)
+    return np.eye(3) + math.sin(angle) * K + (1.0 - math.cos(angle)) * (K @ K)
+
+
+@jit
+def joint_motion(joint_type, axis, q):
+    """E(q) = exp(q [S x]) of a 1-DoF joint as a pose (R, p) (cmtm_math.md §3.1)."""
+    if joint_type == JOINT_REVOLUTE:
+        return rotation_about_axis(axis, q), np.zeros(3)
+    return np.eye(3), q * axis
+
+
+@jit
+def joint_screw(joint_type, axis):
+    """S: [a; 0] for a revolute joint, [0; a] for a prismatic one (joint frame)."""
+    S = np.zeros(6)
+    if joint_type == JOINT_REVOLUTE:
+        S[:3] = axis
+    else:
+        S[3:] = axis
+    return S
+
+
+@jit
+def matmul6(A, B, out):
+    """out += A @ B for 6x6 blocks (accumulates)."""
+    for r in range(6):
+        for c in range(6):
+            acc = 0.0
+            for m in range(6):
+                acc += A[r, m] * B[m, c]
+            out[r, c] += acc
+
+
+@jit
+def matvec6(A, x, out):
+    """out += A @ x for a 6x6 block and a 6-vector (accumulates)."""
+    for r in range(6):
+        acc = 0.0
+        for m in range(6):
+            acc += A[r, m] * x[m]
+        out[r] += acc
+
+
+@jit
+def matTvec6(A, x, out):
+    """out += A^T @ x for a 6x6 block and a 6-vector (accumulates)."""
+    for r in range(6):
+        acc = 0.0
+        for m in range(6):
+            acc += A[m, r] * x[m]
+        out[r] += acc

@@ -1,0 +1,132 @@
+"""Truncated Taylor (jet) arithmetic on derivative stacks (cmtm_math.md §1.2-§1.3).
+
+A *comprehensive vector* of order k is stored as an array ``(k+1, d)`` of Taylor
+coefficients ``a_hat[l] = a^(l)(t0) / l!`` ("Taylor-scaled"); a *comprehensive matrix*
+T(M_0..M_k) (lower block-Toeplitz) is stored as its block list ``(k+1, r, c)``. Every
+Toeplitz product is then a block convolution (J1), and the time derivative is the shift
+``(l+1) a_hat[l+1]`` (J2). Dense Toeplitz matrices are only built by ``toeplitz`` for
+tests and for users who want the paper's flattened form.
+
+The public API speaks raw derivatives ``a^(l)``; ``taylor_from_raw`` and
+``raw_from_taylor`` are the one place where the two scalings meet.
+"""
+import math
+
+import numpy as np
+
+from cmtm._jit import jit
+
+
+def factorials(n):
+    """(0!, 1!, ..., (n-1)!) as float64, shape (n,)."""
+    return np.array([math.factorial(r) for r in range(n)], dtype=np.float64)
+
+
+def taylor_from_raw(raw, axis=-2):
+    """Divide the derivative-order axis of a raw stack by l! (a^(l) -> a_hat_l)."""
+    raw = np.asarray(raw, dtype=np.float64)
+    shape = [1] * raw.ndim
+    shape[axis] = raw.shape[axis]
+    return raw / factorials(raw.shape[axis]).reshape(shape)
+
+
+def raw_from_taylor(taylor, axis=-2):
+    """Multiply the derivative-order axis of a Taylor stack by l! (a_hat_l -> a^(l))."""
+    taylor = np.asarray(taylor, dtype=np.float64)
+    shape = [1] * taylor.ndim
+    shape[axis] = taylor.shape[axis]
+    return taylor * factorials(taylor.shape[axis]).reshape(shape)
+
+
+def toeplitz(blocks):
+    """Dense lower block-Toeplitz matrix T(M_0, ..., M_k) from blocks ``(k+1, r, c)``.
+
+    Block (l, m) is M_{l-m} for m <= l and zero above the diagonal (§1.3). Used for tests
+    and for the paper's flattened matrices; kernels never build it.
+    """
+    blocks = np.asarray(blocks, dtype=np.float64)
+    n, r, c = blocks.shape
+    out = np.zeros((n * r, n * c))
+    for l in range(n):
+        for m in range(l + 1):
+            out[l * r:(l + 1) * r, m * c:(m + 1) * c] = blocks[l - m]
+    return out
+
+
+def shift_matrix(order, s, size):
+    """D_s of §1.3: maps a_(order+s) to d_(order)(a^(s)); nonzero blocks (l, l+s) = (l+s)!/l! E."""
+    out = np.zeros(((order + 1) * size, (order + s + 1) * size))
+    eye = np.eye(size)
+    for l in range(order + 1):
+        scale = math.factorial(l + s) / math.factorial(l)
+        out[l * size:(l + 1) * size, (l + s) * size:(l + s + 1) * size] = scale * eye
+    return out
+
+
+@jit
+def conv_blocks(A, B, out):
+    """out[l] = sum_{m<=l} A[l-m] @ B[m] for l < len(out): T(A) T(B) = T(A*B) (J1).
+
+    A, B: (>=K, r, s) and (>=K, s, c) block lists; out: (K, r, c), overwritten.
+    """
+    K, r, c = out.shape
+    s = A.shape[2]
+    out[:] = 0.0
+    for l in range(K):
+        for m in range(l + 1):
+            Al = A[l - m]
+            Bm = B[m]
+            for i in range(r):
+                for j in range(c):
+                    acc = 0.0
+                    for t in range(s):
+                        acc += Al[i, t] * Bm[t, j]
+                    out[l, i, j] += acc
+
+
+@jit
+def conv_block_vec(A, x, out):
+    """out[l] += sum_{m<=l} A[l-m] @ x[m] for l < len(out): T(A) x as a convolution (J1)."""
+    K, r = out.shape
+    s = A.shape[2]
+    for l in range(K):
+        for m in range(l + 1):
+            Al = A[l - m]
+            for i in range(r):
+                acc = 0.0
+                for t in range(s):
+                    acc += Al[i, t] * x[m, t]
+                out[l, i] += acc
+
+
+@jit
+def conv_blockT_vec(A, x, out):
+    """out[l] += sum_{m<=l} A[l-m]^T @ x[m]: the product with the *blockwise* transpose T(A^T)."""
+    K, r = out.shape
+    s = A.shape[1]
+    for l in range(K):
+        for m in range(l + 1):
+            Al = A[l - m]
+            for i in range(r):
+                acc = 0.0
+                for t in range(s):
+                    acc += Al[t, i] * x[m, t]
+                out[l, i] += acc
+
+
+@jit
+def derivative_stack(x, out):
+    """out[l] = (l+1) x[l+1]: the Taylor coefficients of the time derivative (J2, B_(k))."""
+    for l in range(out.shape[0]):
+        for i in range(out.shape[1]):
+            out[l, i] = (l + 1) * x[l + 1, i]
+
+
+@jit
+def u_operator_apply(M, z, out):
+    """U(T(M)) z of §1.3: out[l] = (l+1) z[l+1] + sum_{m<=l} M[l-m] z[m], l < len(out).
+
+    The Taylor form of w = z' + M z; z needs len(out)+1 coefficients.
+    """
+    derivative_stack(z, out)
+    conv_block_vec(M, z, out)
