@@ -190,3 +190,63 @@ def mass_matrix(model, q):
     M = np.empty((q2.shape[0], q2.shape[1], q2.shape[1]))
     mass_matrix_kernel(*model_arrays(model), model.spatial_inertia, q2, M)
     return M[0] if single else M
+
+
+def _quantity_indices(quantities):
+    """Indices of quantity names in QUANTITIES; ValueError naming the valid ones."""
+    from cmtm.jacobians import QUANTITIES
+    if isinstance(quantities, str):
+        quantities = (quantities,)
+    indices = []
+    for name in quantities:
+        if name not in QUANTITIES:
+            raise ValueError(f"quantity: expected one of {', '.join(QUANTITIES)}, got {name!r}")
+        indices.append(QUANTITIES.index(name))
+    if not indices:
+        raise ValueError("quantities: expected at least one quantity name, got none")
+    return indices
+
+
+def jacobian_input_orders(quantity, order):
+    """K_in: the number of raw input orders q, ..., q^(K_in-1) that ``quantity`` of order k
+    depends on (§7.1): k+1 for tangents, k+2 velocities and momenta, k+3 forces and torques."""
+    from cmtm.jacobians import INPUT_OFFSET
+    return check_order(order) + 1 + INPUT_OFFSET[_quantity_indices(quantity)[0]]
+
+
+def jacobians(model, q_stack, quantities, order=0):
+    """Structured Jacobians of several quantities from one pass (shared sweeps).
+
+    Returns a dict name -> J with ``J[s, j, :, r, :] = d y^(j) / d q^(r)`` (raw derivatives),
+    shape ``(n_samples, k+1, m, K_in, nv)``: m = 6 n_links for per-link and per-joint
+    6-vectors (link-major, angular-first), m = nv for the joint torque; K_in as in
+    :func:`jacobian_input_orders`. The sample axis is dropped for a single instant.
+    """
+    from cmtm.jacobians import INPUT_OFFSET, QUANTITIES, jacobian_kernel
+    check_model(model)
+    k = check_order(order)
+    indices = _quantity_indices(quantities)
+    depth = max(INPUT_OFFSET[q] for q in indices)
+    stack, single = check_stack(model, q_stack, k + 1 + depth)
+    n_samples, nv = stack.shape[0], stack.shape[2]
+    wanted = np.zeros(len(QUANTITIES), dtype=np.bool_)
+    wanted[indices] = True
+    empty = np.zeros((0, 0, 0, 0, 0))
+    outputs = tuple(
+        np.zeros((n_samples, k + 1, nv if q == len(QUANTITIES) - 1 else 6 * nv,
+                  k + 1 + INPUT_OFFSET[q], nv)) if wanted[q] else empty
+        for q in range(len(QUANTITIES)))
+    jacobian_kernel(model.parent, model.subtree_end, model.joint_type, model.axis,
+                    model.placement_R, model.placement_p, model.spatial_inertia,
+                    np.asarray(model.gravity), taylor_from_raw(stack), k, wanted, outputs)
+    result = {}
+    for q in indices:
+        J = check_finite(QUANTITIES[q], outputs[q])
+        result[QUANTITIES[q]] = J[0] if single else J
+    return result
+
+
+def jacobian(model, q_stack, quantity, order=0):
+    """Structured Jacobian of one quantity of ``cmtm.QUANTITIES`` (paper Table 4, Lemmas 1-6);
+    see :func:`jacobians` for the layout."""
+    return jacobians(model, q_stack, (quantity,), order)[quantity]

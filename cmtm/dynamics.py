@@ -16,7 +16,7 @@ t_i = S_i^T f_{J_i}     ``tau``           (K-1, n)        joint torque (force) s
 """
 from cmtm._jit import jit
 from cmtm.spatial import joint_screw
-from cmtm.taylor import conv_blockT_vec, derivative_stack
+from cmtm.taylor import conv_blockT_vec, derivative_stack, force_cross_conv
 
 
 @jit
@@ -42,30 +42,14 @@ def joint_momentum_pass(parent, Xup, h_L, h_J):
 
 
 @jit
-def force_cross_add(nu, h, out):
-    """out += [nu x^*] h = [w x n + v x f; w x f] for nu = [w; v], h = [n; f]."""
-    w0, w1, w2, v0, v1, v2 = nu[0], nu[1], nu[2], nu[3], nu[4], nu[5]
-    n0, n1, n2, f0, f1, f2 = h[0], h[1], h[2], h[3], h[4], h[5]
-    out[0] += w1 * n2 - w2 * n1 + v1 * f2 - v2 * f1
-    out[1] += w2 * n0 - w0 * n2 + v2 * f0 - v0 * f2
-    out[2] += w0 * n1 - w1 * n0 + v0 * f1 - v1 * f0
-    out[3] += w1 * f2 - w2 * f1
-    out[4] += w2 * f0 - w0 * f2
-    out[5] += w0 * f1 - w1 * f0
-
-
-@jit
 def force_from_momentum(nu, h, f):
     """f = U([v x^*]_T) h (§5): f_l = (l+1) h_{l+1} + sum_{m<=l} [nu_m x^*] h_{l-m}.
 
     nu, h: (n, K, 6); f: (n, K-1, 6) output.
     """
-    n, K1 = f.shape[0], f.shape[1]
-    for i in range(n):
+    for i in range(f.shape[0]):
         derivative_stack(h[i], f[i])
-        for l in range(K1):
-            for m in range(l + 1):
-                force_cross_add(nu[i, m], h[i, l - m], f[i, l])
+        force_cross_conv(nu[i], h[i], f[i])
 
 
 @jit

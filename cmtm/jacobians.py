@@ -1,0 +1,376 @@
+"""Structured Jacobians of the comprehensive quantities (cmtm_math.md §7-§8, paper Table 4).
+
+Representation. By §8, the Jacobian of a Taylor stack y_(k) with respect to joint j's
+stack is sum_s T(G_s) D_s, where G_s(t) = d y / d q_j^(s) is the ordinary Jacobian column
+along the trajectory. Each lemma of §7.2 maps these first columns to first columns:
+
+* a Toeplitz product T(M) (a CMTM, an inertia) is a block convolution of M with each G_s;
+* a hat-swap term [y hat x]_T dx is a convolution of the tangent column with y;
+* U(T(M)) (a time derivative plus a product) maps (G_0, G_1, ...) to
+  (G_0' + M G_0, G_1' + G_0 + M G_1, ..., G_r), the derivative of y = sum_s G_s q^(s).
+
+So a pair (output link i, joint j) carries an array ``G[s, m, :]`` of the Taylor
+coefficients of G_s, and only pairs with j supporting i are visited: ancestors of i
+(kinematic rows, link momenta and forces), ancestors and descendants (joint momenta,
+joint forces, torques). The raw blocks d y^(l) / d q_j^(r) = sum_s l!/(r-s)! G_s[l-r+s]
+(§7.6, §8) are written straight into the output.
+
+==========================  ==========  ==================  ==============================
+paper                       code        shape (one pair)    rule
+==========================  ==========  ==================  ==============================
+J_{x_{L_i}} column j        ``Gx``      (L, 6)              Lemma 2 steps 1-2
+J_{v_{L_i}}                 ``V``       (2, L-1, 6)         Lemma 2 step 3
+J_{h_{L_i}}                 ``H``       (2, L-1, 6)         Lemma 3
+J_{~h_{L_i}}, J_{~h_{J_i}}  ``W, WJ``   (2, L-1, 6)         Lemma 4 steps 1-2
+J_{h_{J_i}}                 ``HJ``      (2, L-1, 6)         Lemma 4 step 3
+J_{f_{L_i}}, J_{f_{J_i}}    ``F``       (3, L-2, 6)         Lemma 5
+J_{t_i}                     ``T``       (3, L-2, 1)         Lemma 6
+==========================  ==========  ==================  ==============================
+
+L = k + 1 + (deepest input order offset requested): k+1 tangents, k+2 velocities and
+momenta, k+3 forces and torques. Everything inside is Taylor-scaled.
+"""
+import numpy as np
+
+from cmtm._jit import jit
+from cmtm.cmtm_matrix import cmtm_blocks
+from cmtm.dynamics import joint_momentum_pass, link_momentum
+from cmtm.kinematics import (link_cmtm_inverse_pass, relative_cmtm_inverse,
+                             root_velocity_stack, velocity_pass)
+from cmtm.spatial import joint_screw, motion_transform
+from cmtm.taylor import (conv_block_vec, conv_blockT_vec, derivative_stack, force_cross_conv,
+                         motion_cross_conv)
+
+QUANTITIES = ("joint_velocity", "joint_tangent", "link_tangent", "link_velocity",
+              "link_momentum", "link_momentum_world", "joint_momentum_world",
+              "joint_momentum", "link_force", "joint_force", "joint_torque")
+"""The rows of the paper's Table 4, in the order of the kernel's ``wanted`` mask."""
+
+INPUT_OFFSET = (1, 0, 0, 1, 1, 1, 1, 1, 2, 2, 2)
+"""s such that output order l depends on input orders <= l + s (§7.1)."""
+
+(JOINT_VELOCITY, JOINT_TANGENT, LINK_TANGENT, LINK_VELOCITY, LINK_MOMENTUM,
+ LINK_MOMENTUM_WORLD, JOINT_MOMENTUM_WORLD, JOINT_MOMENTUM, LINK_FORCE, JOINT_FORCE,
+ JOINT_TORQUE) = range(11)
+
+
+# --- Elemental rules on first columns (Lemmas 2-6) ---
+
+@jit
+def tangent_sweep(parent, joint_type, axis, Xup, Gx):
+    """Lemma 2 steps 1-2, recursive form: column j of J_{x_{L_i}} is
+    Gx[i, i] = S_i (order 0 only) and Gx[i, j] = (^pX_i)^{-1} Gx[p(i), j] for j in P(p(i)).
+
+    Xup: (n, L, 6, 6); Gx: (n, n, L, 6), filled for ancestor pairs j in P(i) only.
+    """
+    for i in range(parent.shape[0]):
+        Gx[i, i] = 0.0
+        Gx[i, i, 0] = joint_screw(joint_type[i], axis[i])
+        j = parent[i]
+        while j >= 0:
+            Gx[i, j] = 0.0
+            conv_block_vec(Xup[i], Gx[parent[i], j], Gx[i, j])
+            j = parent[j]
+
+
+@jit
+def velocity_rule(nu, Gx, V):
+    """Lemma 2 step 3, dv = U([v x]_T) dx: V_0 = Gx' + [nu x] Gx, V_1 = Gx (§6.3)."""
+    derivative_stack(Gx, V[0])
+    motion_cross_conv(nu, Gx, V[0])
+    V[1] = Gx[:V.shape[1]]
+
+
+@jit
+def inertia_rule(I, V, H):
+    """Lemma 3: dh_L = diag(I..I) dv_L, so H_s = I V_s."""
+    for s in range(V.shape[0]):
+        for m in range(V.shape[1]):
+            H[s, m] = I @ V[s, m]
+
+
+@jit
+def world_momentum_rule(Xinv_L, h_L, Gx, H, W):
+    """Lemma 4 step 1: d~h = X^*(dh + [h hat x^*]_T dx), with [h hat x^*] dx = [dx x^*] h and
+    X^* the blockwise transpose of X_L^{-1} (§2.3)."""
+    local = H[0].copy()
+    force_cross_conv(Gx, h_L, local)
+    W[:] = 0.0
+    conv_blockT_vec(Xinv_L, local, W[0])
+    conv_blockT_vec(Xinv_L, H[1], W[1])
+
+
+@jit
+def local_momentum_rule(X_L, h_J, Gx, WJ, ancestor, HJ):
+    """Lemma 4 step 3: dh_J = X^{*-1} d~h_J - [h_J hat x^*]_T dx_L, X^{*-1} = T(X_L^T).
+
+    The tangent term is present only when joint j is an ancestor of link i (``ancestor``).
+    """
+    HJ[:] = 0.0
+    conv_blockT_vec(X_L, WJ[0], HJ[0])
+    conv_blockT_vec(X_L, WJ[1], HJ[1])
+    if ancestor:
+        tangent_term = np.zeros_like(HJ[0])
+        force_cross_conv(Gx, h_J, tangent_term)
+        HJ[0] -= tangent_term
+
+
+@jit
+def force_rule(nu, h, H, V, ancestor, F):
+    """Lemma 5: df = U([v x^*]_T) dh + [h hat x^*]_T dv (dv = 0 unless j is an ancestor):
+    F_0 = H_0' + [nu x^*] H_0 + [V_0 x^*] h, F_1 = H_1' + H_0 + [nu x^*] H_1 + [V_1 x^*] h,
+    F_2 = H_1.
+    """
+    F[:] = 0.0
+    for s in range(2):
+        derivative_stack(H[s], F[s])
+        force_cross_conv(nu, H[s], F[s])
+        if ancestor:
+            force_cross_conv(V[s], h, F[s])
+    F[1] += H[0, :F.shape[1]]
+    F[2] = H[1, :F.shape[1]]
+
+
+@jit
+def torque_rule(S, F, T):
+    """Lemma 6: dt = S^T df, so T_s = S^T F_s; T: (3, L-2, 1)."""
+    for s in range(F.shape[0]):
+        for m in range(F.shape[1]):
+            T[s, m, 0] = S @ F[s, m]
+
+
+@jit
+def write_raw_blocks(G, fact, row0, j, out):
+    """Raw blocks from first columns (§8, §7.6):
+    out[l, row0 + c, r, j] = d y^(l)_c / d q_j^(r) = sum_s l!/(r-s)! G[s, l-r+s, c].
+
+    G: (n_s, >=k+1, d) Taylor coefficients of G_s; out: (k+1, m, K_in, nv) of one sample.
+    """
+    k1, K_in = out.shape[0], out.shape[2]
+    for l in range(k1):
+        for r in range(K_in):
+            for c in range(G.shape[2]):
+                acc = 0.0
+                for s in range(G.shape[0]):
+                    m = l - r + s
+                    if r >= s and 0 <= m < k1:
+                        acc += fact[l] / fact[r - s] * G[s, m, c]
+                out[l, row0 + c, r, j] = acc
+
+
+# --- Sweeps over the tree ---
+
+@jit
+def link_sweep(parent, I, Xinv_L, nu, h_L, Gx, world, V, H, W):
+    """Forward sweep for ancestor pairs: V, H and (if ``world``) W of every (i, j in P(i))."""
+    for i in range(parent.shape[0]):
+        j = i
+        while j >= 0:
+            velocity_rule(nu[i], Gx[i, j], V[i, j])
+            inertia_rule(I[i], V[i, j], H[i, j])
+            if world:
+                world_momentum_rule(Xinv_L[i], h_L[i], Gx[i, j], H[i, j], W[i, j])
+            j = parent[j]
+
+
+@jit
+def subtree_sum_sweep(parent, W, WJ):
+    """Lemma 4 step 2 as a backward sweep: WJ[i, j] = W[i, j] + sum_c WJ[c, j], j in P(i).
+
+    For a descendant j of i the sum is WJ[j, j] (only the subtree of j moves with q_j).
+    """
+    n = parent.shape[0]
+    for i in range(n):
+        j = i
+        while j >= 0:
+            WJ[i, j] = W[i, j]
+            j = parent[j]
+    for c in range(n - 1, -1, -1):
+        p = parent[c]
+        j = p
+        while j >= 0:
+            WJ[p, j] += WJ[c, j]
+            j = parent[j]
+
+
+@jit
+def is_ancestor(parent, j, i):
+    """True when joint j lies on the path from the root to link i (j in P(i))."""
+    while i >= 0:
+        if i == j:
+            return True
+        i = parent[i]
+    return False
+
+
+@jit
+def supporting_joints(parent, subtree_end, i):
+    """P(i) and C(i) of link i: its ancestors (with i) and its strict descendants."""
+    count = 0
+    j = i
+    while j >= 0:
+        count += 1
+        j = parent[j]
+    out = np.empty(count + subtree_end[i] - i - 1, dtype=np.int64)
+    j = i
+    for t in range(count):
+        out[t] = j
+        j = parent[j]
+    for t in range(i + 1, subtree_end[i]):
+        out[count + t - i - 1] = t
+    return out
+
+
+# --- The batched kernel ---
+
+@jit
+def world_link_cmtms(parent, Xup, nu, Xinv_L, X_L):
+    """Link CMTMs of a base at rest: X_L^{-1} by composition (§2.4), X_L by the §2.1
+    recursion on the link pose A_L = (X_L^{-1})_0^{-1} and the body-velocity stack nu."""
+    link_cmtm_inverse_pass(parent, Xup, Xinv_L)
+    for i in range(parent.shape[0]):
+        R = Xinv_L[i, 0, :3, :3].T.copy()
+        p_cross = -(R @ np.ascontiguousarray(Xinv_L[i, 0, 3:, :3]))
+        p = np.array([p_cross[2, 1], p_cross[0, 2], p_cross[1, 0]])
+        cmtm_blocks(motion_transform(R, p), nu[i], X_L[i])
+
+
+@jit
+def momentum_state(parent, joint_type, axis, I, Xup, q, root_nu, nu, h_L, h_J):
+    """Velocity, link-momentum and joint-momentum stacks of one pass (§4-§5)."""
+    velocity_pass(parent, joint_type, axis, Xup, q, root_nu, nu)
+    link_momentum(I, nu, h_L)
+    joint_momentum_pass(parent, Xup, h_L, h_J)
+
+
+@jit
+def any_of(wanted, first, last):
+    """True if any of wanted[first..last] is set."""
+    for q in range(first, last + 1):
+        if wanted[q]:
+            return True
+    return False
+
+
+@jit
+def jacobian_kernel(parent, subtree_end, joint_type, axis, placement_R, placement_p, I,
+                    gravity, qhat, order, wanted, outputs):
+    """Structured Jacobians of every wanted quantity at every sample (raw derivatives).
+
+    qhat: (n_samples, >=k+1+s, n) Taylor-scaled; wanted: (11,) bool in QUANTITIES order;
+    outputs[q]: (n_samples, k+1, m_q, k+1+s_q, n), zero-initialised; only the blocks of
+    supporting joints are written. Kinematic rows use a gravity-free pass, forces and
+    torques the base-acceleration pass (§3.3).
+    """
+    n = parent.shape[0]
+    k1 = order + 1
+    depth = 0
+    for q in range(11):
+        if wanted[q]:
+            depth = max(depth, INPUT_OFFSET[q])
+    L = k1 + depth
+    kinematic = any_of(wanted, LINK_VELOCITY, JOINT_MOMENTUM)
+    joint_kin = any_of(wanted, JOINT_MOMENTUM_WORLD, JOINT_MOMENTUM)
+    dynamic = any_of(wanted, LINK_FORCE, JOINT_TORQUE)
+    joint_dyn = any_of(wanted, JOINT_FORCE, JOINT_TORQUE)
+    world = wanted[LINK_MOMENTUM_WORLD] or joint_kin or joint_dyn
+    fact = np.ones(L + 1)
+    for l in range(1, L + 1):
+        fact[l] = fact[l - 1] * l
+    Lv = max(L - 1, 1)
+    Xup = np.empty((n, L, 6, 6))
+    Gx = np.empty((n, n, L, 6))
+    state = np.zeros((2, 3, n, Lv, 6))  # [free, gravity] x [nu, h_L, h_J]
+    Xinv_L = np.empty((n, Lv, 6, 6))
+    X_L = np.empty((n, Lv, 6, 6))
+    V = np.zeros((n, n, 2, Lv, 6))
+    H = np.zeros((n, n, 2, Lv, 6))
+    W = np.zeros((n, n, 2, Lv, 6))
+    WJ = np.zeros((n, n, 2, Lv, 6))
+    HJ = np.zeros((2, Lv, 6))
+    F = np.zeros((3, max(L - 2, 1), 6))
+    T = np.zeros((3, max(L - 2, 1), 1))
+    G1 = np.zeros((2, k1, 6))
+    root = np.zeros((2, Lv, 6))
+    root[1] = root_velocity_stack(gravity, Lv)
+    for smp in range(qhat.shape[0]):
+        q = qhat[smp]
+        relative_cmtm_inverse(joint_type, axis, placement_R, placement_p, q, Xup)
+        tangent_sweep(parent, joint_type, axis, Xup, Gx)
+        # --- Lemma 1: joint tangent and joint velocity; Lemma 2: link tangent ---
+        for i in range(n):
+            G1[:] = 0.0
+            G1[0, 0] = joint_screw(joint_type[i], axis[i])
+            if wanted[JOINT_TANGENT]:
+                write_raw_blocks(G1[:1], fact, 6 * i, i, outputs[JOINT_TANGENT][smp])
+            if wanted[JOINT_VELOCITY]:
+                G1[1, 0] = G1[0, 0]
+                G1[0, 0] = 0.0
+                write_raw_blocks(G1, fact, 6 * i, i, outputs[JOINT_VELOCITY][smp])
+            if wanted[LINK_TANGENT]:
+                j = i
+                while j >= 0:
+                    write_raw_blocks(Gx[i, j:j + 1, :k1], fact, 6 * i, j,
+                                     outputs[LINK_TANGENT][smp])
+                    j = parent[j]
+        if kinematic or joint_dyn:
+            momentum_state(parent, joint_type, axis, I, Xup, q, root[0],
+                           state[0, 0], state[0, 1], state[0, 2])
+        if world:
+            world_link_cmtms(parent, Xup, state[0, 0], Xinv_L, X_L)
+        # --- Lemmas 2-4 on the gravity-free pass: velocities and momenta ---
+        if kinematic:
+            nu, h_L, h_J = state[0, 0], state[0, 1], state[0, 2]
+            link_sweep(parent, I, Xinv_L, nu, h_L, Gx, world, V, H, W)
+            for i in range(n):
+                j = i
+                while j >= 0:
+                    if wanted[LINK_VELOCITY]:
+                        write_raw_blocks(V[i, j], fact, 6 * i, j, outputs[LINK_VELOCITY][smp])
+                    if wanted[LINK_MOMENTUM]:
+                        write_raw_blocks(H[i, j], fact, 6 * i, j, outputs[LINK_MOMENTUM][smp])
+                    if wanted[LINK_MOMENTUM_WORLD]:
+                        write_raw_blocks(W[i, j], fact, 6 * i, j,
+                                         outputs[LINK_MOMENTUM_WORLD][smp])
+                    j = parent[j]
+            if joint_kin:
+                subtree_sum_sweep(parent, W, WJ)
+                for i in range(n):
+                    for j in supporting_joints(parent, subtree_end, i):
+                        ancestor = j <= i
+                        src = WJ[i, j] if ancestor else WJ[j, j]
+                        if wanted[JOINT_MOMENTUM_WORLD]:
+                            write_raw_blocks(src, fact, 6 * i, j,
+                                             outputs[JOINT_MOMENTUM_WORLD][smp])
+                        if wanted[JOINT_MOMENTUM]:
+                            local_momentum_rule(X_L[i], h_J[i], Gx[i, j], src, ancestor, HJ)
+                            write_raw_blocks(HJ, fact, 6 * i, j, outputs[JOINT_MOMENTUM][smp])
+        # --- Lemmas 2-6 on the gravity pass: forces and torques ---
+        if dynamic:
+            momentum_state(parent, joint_type, axis, I, Xup, q, root[1],
+                           state[1, 0], state[1, 1], state[1, 2])
+            nu, h_L, h_J = state[1, 0], state[1, 1], state[1, 2]
+            # Lemma 4's world frame may be any fixed frame: the gravity root CMTM is
+            # constant in q and cancels in X^{*-1} (sum X^* ...), so the base at rest serves.
+            link_sweep(parent, I, Xinv_L, nu, h_L, Gx, joint_dyn, V, H, W)
+            if wanted[LINK_FORCE]:
+                for i in range(n):
+                    j = i
+                    while j >= 0:
+                        force_rule(nu[i], h_L[i], H[i, j], V[i, j], True, F)
+                        write_raw_blocks(F, fact, 6 * i, j, outputs[LINK_FORCE][smp])
+                        j = parent[j]
+            if joint_dyn:
+                subtree_sum_sweep(parent, W, WJ)
+                for i in range(n):
+                    S = joint_screw(joint_type[i], axis[i])
+                    for j in supporting_joints(parent, subtree_end, i):
+                        ancestor = j <= i
+                        src = WJ[i, j] if ancestor else WJ[j, j]
+                        local_momentum_rule(X_L[i], h_J[i], Gx[i, j], src, ancestor, HJ)
+                        force_rule(nu[i], h_J[i], HJ, V[i, j], ancestor, F)
+                        if wanted[JOINT_FORCE]:
+                            write_raw_blocks(F, fact, 6 * i, j, outputs[JOINT_FORCE][smp])
+                        if wanted[JOINT_TORQUE]:
+                            torque_rule(S, F, T)
+                            write_raw_blocks(T, fact, i, j, outputs[JOINT_TORQUE][smp])
