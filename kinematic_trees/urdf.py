@@ -1,0 +1,144 @@
+"""Read a URDF robot description into a KinematicTree (``xml.etree.ElementTree`` only).
+
+Read: ``<link>`` with its ``<inertial>`` (origin xyz/rpy, mass, inertia; links without one
+are massless) and ``<joint>`` of type revolute, continuous, prismatic or fixed with origin,
+axis (default (1, 0, 0), as URDF says) and limit lower/upper (-inf/+inf when absent).
+Ignored: visuals, collisions, meshes, materials, transmissions, gazebo, dynamics and any
+unknown tag. Never touches the network (no external entities, meshes are not opened).
+"""
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+
+from .graph import KinematicTree, ModelError
+from .inertia import inertia_matrix, rotate_inertia, rpy_matrix
+
+_UNSUPPORTED = ("floating", "planar")
+
+
+def load_urdf(source, *, lock=None):
+    """Build a KinematicTree from a URDF file path (str or Path) or an XML string.
+
+    lock : {joint name: position (rad or m)}; those joints become fixed at that position
+        (e.g. to remove gripper fingers). Mimic joints must be locked.
+
+    >>> tree = load_urdf('''<robot name="pendulum">
+    ...   <link name="base"/>
+    ...   <link name="rod"><inertial><mass value="2"/><origin xyz="0 0 -0.5"/>
+    ...     <inertia ixx="0.1" iyy="0.1" izz="0" ixy="0" ixz="0" iyz="0"/></inertial></link>
+    ...   <joint name="hinge" type="continuous"><parent link="base"/><child link="rod"/>
+    ...     <axis xyz="0 1 0"/></joint>
+    ... </robot>''')
+    >>> tree.graph.nodes["rod"]["mass"], tree.graph.edges["base", "rod"]["axis"]
+    (2.0, array([0., 1., 0.]))
+    """
+    robot = _parse(source)
+    lock = dict(lock or {})
+    joints = robot.findall("joint")
+    unknown = sorted(set(lock) - {joint.get("name") for joint in joints})
+    if unknown:
+        raise ModelError(f"lock: no joint named {unknown} in the URDF")
+    tree = KinematicTree()
+    for link in robot.findall("link"):
+        _add_link(tree, link)
+    for joint in joints:
+        _add_joint(tree, joint, lock)
+    for name, position in lock.items():
+        tree.lock_joint(name, position)
+    tree.validate()
+    return tree
+
+
+def _parse(source):
+    """The <robot> root element of a URDF path or XML string; ModelError if unreadable."""
+    is_xml = isinstance(source, str) and source.lstrip().startswith("<")
+    try:
+        root = ET.fromstring(source) if is_xml else ET.parse(Path(source)).getroot()
+    except ET.ParseError as error:
+        raise ModelError(f"URDF: malformed XML ({error})") from None
+    except OSError as error:
+        raise ModelError(f"URDF: cannot read file {str(source)!r} ({error})") from None
+    if root.tag != "robot":
+        raise ModelError(f"URDF: the root element is <{root.tag}>, expected <robot>")
+    return root
+
+
+def _add_link(tree, link):
+    """Add a <link>: mass, COM and rotational inertia (rotated into the link frame)."""
+    name = link.get("name")
+    if not name:
+        raise ModelError("URDF: a <link> has no 'name' attribute")
+    inertial = link.find("inertial")
+    if inertial is None:
+        tree.add_link(name)
+        return
+    where = f"link '{name}': <inertial>"
+    xyz, rpy = _origin(inertial, where)
+    mass = _number(inertial.find("mass"), "value", where, default=0.0)
+    element = inertial.find("inertia")
+    components = [_number(element, key, where, default=0.0)
+                  for key in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")]
+    tree.add_link(name, mass=mass, com=xyz,
+                  inertia=rotate_inertia(rpy_matrix(rpy), inertia_matrix(*components)))
+
+
+def _add_joint(tree, joint, lock):
+    """Add a <joint>; ModelError for missing attributes, unsupported types, unlocked mimics."""
+    name = joint.get("name")
+    if not name:
+        raise ModelError("URDF: a <joint> has no 'name' attribute")
+    where = f"joint '{name}'"
+    joint_type = joint.get("type")
+    if not joint_type:
+        raise ModelError(f"{where}: missing attribute 'type'")
+    if joint_type in _UNSUPPORTED:
+        raise ModelError(f"{where}: {joint_type} joints are not supported; model them as "
+                         "chains of revolute and prismatic joints")
+    if joint.find("mimic") is not None and name not in lock:
+        raise ModelError(f"{where}: mimic joints are not supported; "
+                         f"lock it with lock={{'{name}': value}}")
+    parent, child = (_required_link(joint, role, where) for role in ("parent", "child"))
+    xyz, rpy = _origin(joint, where)
+    axis = _numbers(joint.find("axis"), "xyz", 3, where, default=(1.0, 0.0, 0.0))
+    limit = joint.find("limit")
+    lower = _number(limit, "lower", where, default=-np.inf)
+    upper = _number(limit, "upper", where, default=np.inf)
+    tree.add_joint(name, parent, child, joint_type, axis=axis, xyz=xyz, rpy=rpy,
+                   lower=lower, upper=upper)
+
+
+def _required_link(joint, role, where):
+    """The link name in <parent link=...> or <child link=...>, else ModelError."""
+    element = joint.find(role)
+    link = None if element is None else element.get("link")
+    if not link:
+        raise ModelError(f"{where}: missing <{role} link=...>")
+    return link
+
+
+def _origin(element, where):
+    """(xyz, rpy) of the <origin> child of ``element``, zeros when absent."""
+    origin = element.find("origin")
+    return (_numbers(origin, "xyz", 3, where, default=(0.0, 0.0, 0.0)),
+            _numbers(origin, "rpy", 3, where, default=(0.0, 0.0, 0.0)))
+
+
+def _number(element, attribute, where, default):
+    """One float from an attribute of ``element`` (which may be None); ``default`` if absent."""
+    return float(_numbers(element, attribute, 1, where, default)[0])
+
+
+def _numbers(element, attribute, count, where, default):
+    """``count`` floats from a whitespace-separated attribute; ``default`` if it is absent."""
+    text = None if element is None else element.get(attribute)
+    if text is None:
+        return np.broadcast_to(np.asarray(default, dtype=float), (count,))
+    try:
+        values = [float(word) for word in text.split()]
+    except ValueError:
+        values = []
+    if len(values) != count:
+        raise ModelError(f"{where}: <{element.tag} {attribute}=\"{text}\"> "
+                         f"expected {count} number(s)")
+    return np.array(values)
