@@ -8,7 +8,8 @@ from typing import Optional
 
 import numpy as np
 
-from cmtm.comprehensive import link_poses_kernel, mass_matrix_kernel, motion_kernel
+from cmtm.comprehensive import (link_cmtm_kernel, link_poses_kernel, mass_matrix_kernel,
+                                motion_kernel)
 from cmtm.taylor import raw_from_taylor, taylor_from_raw
 
 _MODEL_FIELDS = ("parent", "joint_type", "axis", "placement_R", "placement_p",
@@ -181,6 +182,21 @@ def link_poses(model, q):
     T[..., :3, 3] = p
     T[..., 3, 3] = 1.0
     return T[0] if single else T
+
+
+def link_transform_derivatives(model, q_stack, order=0):
+    """Raw time derivatives A_L, A_L', ..., A_L^(k) of every link's 6x6 motion transform
+    (world <- link, base at rest): (n_samples, k+1, n_links, 6, 6), or without the sample
+    axis for a single instant. q_stack needs k+1 orders. Divided by l! these are the link
+    CMTM blocks X_l of cmtm_math.md §2.1.
+    """
+    check_model(model)
+    k = check_order(order)
+    stack, single = check_stack(model, q_stack, k + 1)
+    X_L = np.empty((stack.shape[0], stack.shape[2], k + 1, 6, 6))
+    link_cmtm_kernel(*model_arrays(model), taylor_from_raw(stack), X_L)
+    A = check_finite("A_L", raw_from_taylor(X_L.transpose(0, 2, 1, 3, 4), axis=1))
+    return A[0] if single else A
 
 
 def mass_matrix(model, q):

@@ -12,7 +12,7 @@ import numpy as np
 from cmtm._jit import jit
 from cmtm.dynamics import (force_from_momentum, joint_momentum_pass, joint_torque,
                            link_momentum, world_momentum)
-from cmtm.kinematics import (link_cmtm_inverse_pass, relative_cmtm_inverse,
+from cmtm.kinematics import (link_cmtm_inverse_pass, link_cmtm_pass, relative_cmtm_inverse,
                              root_velocity_stack, velocity_pass)
 from cmtm.spatial import joint_motion, joint_screw, matTvec6, matvec6
 
@@ -146,3 +146,20 @@ def mass_matrix_kernel(parent, joint_type, axis, placement_R, placement_p, I, q,
                 j = parent[j]
                 M[s, i, j] = joint_screw(joint_type[j], axis[j]) @ F
                 M[s, j, i] = M[s, i, j]
+
+
+@jit
+def link_cmtm_kernel(parent, joint_type, axis, placement_R, placement_p, qhat, X_L):
+    """Link CMTM blocks X_{L_i,l} = A_{L_i}^(l) / l! of a base at rest for every sample (§2.4).
+
+    qhat: (n_samples, >=K, n) Taylor-scaled; X_L: (n_samples, n, K, 6, 6) output.
+    """
+    n, K = X_L.shape[1], X_L.shape[2]
+    Xup = np.empty((n, K, 6, 6))
+    nu = np.empty((n, max(K - 1, 1), 6))
+    Xinv_L = np.empty((n, K, 6, 6))
+    for s in range(qhat.shape[0]):
+        relative_cmtm_inverse(joint_type, axis, placement_R, placement_p, qhat[s], Xup)
+        if K > 1:
+            velocity_pass(parent, joint_type, axis, Xup, qhat[s], np.zeros((K - 1, 6)), nu)
+        link_cmtm_pass(parent, Xup, nu, Xinv_L, X_L[s])

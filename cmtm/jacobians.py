@@ -33,11 +33,10 @@ momenta, k+3 forces and torques. Everything inside is Taylor-scaled.
 import numpy as np
 
 from cmtm._jit import jit
-from cmtm.cmtm_matrix import cmtm_blocks
 from cmtm.dynamics import joint_momentum_pass, link_momentum
-from cmtm.kinematics import (link_cmtm_inverse_pass, relative_cmtm_inverse,
-                             root_velocity_stack, velocity_pass)
-from cmtm.spatial import joint_screw, motion_transform
+from cmtm.kinematics import (link_cmtm_pass, relative_cmtm_inverse, root_velocity_stack,
+                             velocity_pass)
+from cmtm.spatial import joint_screw
 from cmtm.taylor import (conv_block_vec, conv_blockT_vec, derivative_stack, force_cross_conv,
                          motion_cross_conv)
 
@@ -224,18 +223,6 @@ def supporting_joints(parent, subtree_end, i):
 # --- The batched kernel ---
 
 @jit
-def world_link_cmtms(parent, Xup, nu, Xinv_L, X_L):
-    """Link CMTMs of a base at rest: X_L^{-1} by composition (§2.4), X_L by the §2.1
-    recursion on the link pose A_L = (X_L^{-1})_0^{-1} and the body-velocity stack nu."""
-    link_cmtm_inverse_pass(parent, Xup, Xinv_L)
-    for i in range(parent.shape[0]):
-        R = Xinv_L[i, 0, :3, :3].T.copy()
-        p_cross = -(R @ np.ascontiguousarray(Xinv_L[i, 0, 3:, :3]))
-        p = np.array([p_cross[2, 1], p_cross[0, 2], p_cross[1, 0]])
-        cmtm_blocks(motion_transform(R, p), nu[i], X_L[i])
-
-
-@jit
 def momentum_state(parent, joint_type, axis, I, Xup, q, root_nu, nu, h_L, h_J):
     """Velocity, link-momentum and joint-momentum stacks of one pass (§4-§5)."""
     velocity_pass(parent, joint_type, axis, Xup, q, root_nu, nu)
@@ -317,7 +304,7 @@ def jacobian_kernel(parent, subtree_end, joint_type, axis, placement_R, placemen
             momentum_state(parent, joint_type, axis, I, Xup, q, root[0],
                            state[0, 0], state[0, 1], state[0, 2])
         if world:
-            world_link_cmtms(parent, Xup, state[0, 0], Xinv_L, X_L)
+            link_cmtm_pass(parent, Xup, state[0, 0], Xinv_L, X_L)
         # --- Lemmas 2-4 on the gravity-free pass: velocities and momenta ---
         if kinematic:
             nu, h_L, h_J = state[0, 0], state[0, 1], state[0, 2]

@@ -19,8 +19,8 @@ blockwise transpose maps wrench stacks from the child to the parent (§2.3).
 import numpy as np
 
 from cmtm._jit import jit
-from cmtm.cmtm_matrix import cmtm_inverse_blocks
-from cmtm.spatial import joint_motion, joint_screw, motion_transform_inverse
+from cmtm.cmtm_matrix import cmtm_blocks, cmtm_inverse_blocks
+from cmtm.spatial import joint_motion, joint_screw, motion_transform, motion_transform_inverse
 from cmtm.taylor import conv_block_vec, conv_blocks
 
 
@@ -80,6 +80,21 @@ def link_cmtm_inverse_pass(parent, Xup, Xinv_L):
             Xinv_L[i] = Xup[i, :K]
         else:
             conv_blocks(Xup[i], Xinv_L[parent[i]], Xinv_L[i])
+
+
+@jit
+def link_cmtm_pass(parent, Xup, nu, Xinv_L, X_L):
+    """Link CMTMs of a base at rest: X_L^{-1} by composition (§2.4), X_L by the §2.1
+    recursion on the link pose A_L = ((X_L^{-1})_0)^{-1} and the body-velocity stack nu.
+
+    nu: (n, >=K-1, 6); Xinv_L, X_L: (n, K, 6, 6) outputs.
+    """
+    link_cmtm_inverse_pass(parent, Xup, Xinv_L)
+    for i in range(parent.shape[0]):
+        R = Xinv_L[i, 0, :3, :3].T.copy()
+        p_cross = -(R @ np.ascontiguousarray(Xinv_L[i, 0, 3:, :3]))
+        p = np.array([p_cross[2, 1], p_cross[0, 2], p_cross[1, 0]])
+        cmtm_blocks(motion_transform(R, p), nu[i], X_L[i])
 
 
 @jit
