@@ -15,17 +15,17 @@ t_i = S_i^T f_{J_i}     ``tau``           (K-1, n)        joint torque (force) s
 ======================  ================  ==============  ================================
 """
 from cmtm._jit import jit
-from cmtm.spatial import joint_screw
+from cmtm.spatial import matvec6
 from cmtm.taylor import conv_blockT_vec, derivative_stack, force_cross_conv
 
 
 @jit
 def link_momentum(I, nu, h_L):
     """h_L = diag(I..I) v_L (Lemma 3 / §5): h_L[i, l] = I_i nu[i, l]."""
-    n, K = h_L.shape[0], h_L.shape[1]
-    for i in range(n):
-        for l in range(K):
-            h_L[i, l] = I[i] @ nu[i, l]
+    h_L[:] = 0.0
+    for i in range(h_L.shape[0]):
+        for l in range(h_L.shape[1]):
+            matvec6(I[i], nu[i, l], h_L[i, l])
 
 
 @jit
@@ -53,13 +53,14 @@ def force_from_momentum(nu, h, f):
 
 
 @jit
-def joint_torque(joint_type, axis, f_J, tau):
-    """t_i = S_i^T f_J_i per order (Lemma 6 / §5); tau: (K-1, n) output."""
-    n, K1 = f_J.shape[0], f_J.shape[1]
-    for i in range(n):
-        S = joint_screw(joint_type[i], axis[i])
-        for l in range(K1):
-            tau[l, i] = S @ f_J[i, l]
+def joint_torque(S, f_J, tau):
+    """t_i = S_i^T f_J_i per order (Lemma 6 / §5); S: (n, 6); tau: (K-1, n) output."""
+    for i in range(f_J.shape[0]):
+        for l in range(f_J.shape[1]):
+            acc = 0.0
+            for c in range(6):
+                acc += S[i, c] * f_J[i, l, c]
+            tau[l, i] = acc
 
 
 @jit

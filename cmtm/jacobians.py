@@ -34,9 +34,9 @@ import numpy as np
 
 from cmtm._jit import jit
 from cmtm.dynamics import joint_momentum_pass, link_momentum
-from cmtm.kinematics import (link_cmtm_pass, relative_cmtm_inverse, root_velocity_stack,
-                             velocity_pass)
-from cmtm.spatial import joint_screw
+from cmtm.kinematics import (joint_geometry, link_cmtm_pass, relative_cmtm_inverse,
+                             root_velocity_stack, velocity_pass)
+from cmtm.spatial import matvec6
 from cmtm.taylor import (conv_block_vec, conv_blockT_vec, derivative_stack, force_cross_conv,
                          motion_cross_conv)
 
@@ -56,15 +56,15 @@ INPUT_OFFSET = (1, 0, 0, 1, 1, 1, 1, 1, 2, 2, 2)
 # --- Elemental rules on first columns (Lemmas 2-6) ---
 
 @jit
-def tangent_sweep(parent, joint_type, axis, Xup, Gx):
+def tangent_sweep(parent, S, Xup, Gx):
     """Lemma 2 steps 1-2, recursive form: column j of J_{x_{L_i}} is
     Gx[i, i] = S_i (order 0 only) and Gx[i, j] = (^pX_i)^{-1} Gx[p(i), j] for j in P(p(i)).
 
-    Xup: (n, L, 6, 6); Gx: (n, n, L, 6), filled for ancestor pairs j in P(i) only.
+    S: (n, 6); Xup: (n, L, 6, 6); Gx: (n, n, L, 6), filled for ancestor pairs only.
     """
     for i in range(parent.shape[0]):
         Gx[i, i] = 0.0
-        Gx[i, i, 0] = joint_screw(joint_type[i], axis[i])
+        Gx[i, i, 0] = S[i]
         j = parent[i]
         while j >= 0:
             Gx[i, j] = 0.0
@@ -83,16 +83,17 @@ def velocity_rule(nu, Gx, V):
 @jit
 def inertia_rule(I, V, H):
     """Lemma 3: dh_L = diag(I..I) dv_L, so H_s = I V_s."""
+    H[:] = 0.0
     for s in range(V.shape[0]):
         for m in range(V.shape[1]):
-            H[s, m] = I @ V[s, m]
+            matvec6(I, V[s, m], H[s, m])
 
 
 @jit
-def world_momentum_rule(Xinv_L, h_L, Gx, H, W):
+def world_momentum_rule(Xinv_L, h_L, Gx, H, local, W):
     """Lemma 4 step 1: d~h = X^*(dh + [h hat x^*]_T dx), with [h hat x^*] dx = [dx x^*] h and
-    X^* the blockwise transpose of X_L^{-1} (§2.3)."""
-    local = H[0].copy()
+    X^* the blockwise transpose of X_L^{-1} (§2.3); ``local`` is a work array like H[0]."""
+    local[:] = H[0]
     force_cross_conv(Gx, h_L, local)
     W[:] = 0.0
     conv_blockT_vec(Xinv_L, local, W[0])
@@ -101,17 +102,15 @@ def world_momentum_rule(Xinv_L, h_L, Gx, H, W):
 
 @jit
 def local_momentum_rule(X_L, h_J, Gx, WJ, ancestor, HJ):
-    """Lemma 4 step 3: dh_J = X^{*-1} d~h_J - [h_J hat x^*]_T dx_L, X^{*-1} = T(X_L^T).
-
-    The tangent term is present only when joint j is an ancestor of link i (``ancestor``).
+    """Lemma 4 step 3: dh_J = X^{*-1} d~h_J - [h_J hat x^*]_T dx_L, with X^{*-1} = T(X_L^T)
+    and [h_J hat x^*] dx = [dx x^*] h_J. The tangent term is present only when joint j is
+    an ancestor of link i (``ancestor``); otherwise dx_L = 0.
     """
     HJ[:] = 0.0
     conv_blockT_vec(X_L, WJ[0], HJ[0])
     conv_blockT_vec(X_L, WJ[1], HJ[1])
     if ancestor:
-        tangent_term = np.zeros_like(HJ[0])
-        force_cross_conv(Gx, h_J, tangent_term)
-        HJ[0] -= tangent_term
+        force_cross_conv(Gx, h_J, HJ[0], -1.0)
 
 
 @jit
@@ -132,10 +131,13 @@ def force_rule(nu, h, H, V, ancestor, F):
 
 @jit
 def torque_rule(S, F, T):
-    """Lemma 6: dt = S^T df, so T_s = S^T F_s; T: (3, L-2, 1)."""
+    """Lemma 6: dt = S^T df, so T_s = S^T F_s; S: (6,); T: (3, L-2, 1)."""
     for s in range(F.shape[0]):
         for m in range(F.shape[1]):
-            T[s, m, 0] = S @ F[s, m]
+            acc = 0.0
+            for c in range(6):
+                acc += S[c] * F[s, m, c]
+            T[s, m, 0] = acc
 
 
 @jit
@@ -162,13 +164,14 @@ def write_raw_blocks(G, fact, row0, j, out):
 @jit
 def link_sweep(parent, I, Xinv_L, nu, h_L, Gx, world, V, H, W):
     """Forward sweep for ancestor pairs: V, H and (if ``world``) W of every (i, j in P(i))."""
+    local = np.empty(V.shape[3:])
     for i in range(parent.shape[0]):
         j = i
         while j >= 0:
             velocity_rule(nu[i], Gx[i, j], V[i, j])
             inertia_rule(I[i], V[i, j], H[i, j])
             if world:
-                world_momentum_rule(Xinv_L[i], h_L[i], Gx[i, j], H[i, j], W[i, j])
+                world_momentum_rule(Xinv_L[i], h_L[i], Gx[i, j], H[i, j], local, W[i, j])
             j = parent[j]
 
 
@@ -223,9 +226,9 @@ def supporting_joints(parent, subtree_end, i):
 # --- The batched kernel ---
 
 @jit
-def momentum_state(parent, joint_type, axis, I, Xup, q, root_nu, nu, h_L, h_J):
+def momentum_state(parent, S, I, Xup, q, root_nu, nu, h_L, h_J):
     """Velocity, link-momentum and joint-momentum stacks of one pass (§4-§5)."""
-    velocity_pass(parent, joint_type, axis, Xup, q, root_nu, nu)
+    velocity_pass(parent, S, Xup, q, root_nu, nu)
     link_momentum(I, nu, h_L)
     joint_momentum_pass(parent, Xup, h_L, h_J)
 
@@ -261,6 +264,7 @@ def jacobian_kernel(parent, subtree_end, joint_type, axis, placement_R, placemen
     dynamic = any_of(wanted, LINK_FORCE, JOINT_TORQUE)
     joint_dyn = any_of(wanted, JOINT_FORCE, JOINT_TORQUE)
     world = wanted[LINK_MOMENTUM_WORLD] or joint_kin or joint_dyn
+    S, A0inv = joint_geometry(joint_type, axis, placement_R, placement_p)
     fact = np.ones(L + 1)
     for l in range(1, L + 1):
         fact[l] = fact[l - 1] * l
@@ -282,12 +286,12 @@ def jacobian_kernel(parent, subtree_end, joint_type, axis, placement_R, placemen
     root[1] = root_velocity_stack(gravity, Lv)
     for smp in range(qhat.shape[0]):
         q = qhat[smp]
-        relative_cmtm_inverse(joint_type, axis, placement_R, placement_p, q, Xup)
-        tangent_sweep(parent, joint_type, axis, Xup, Gx)
+        relative_cmtm_inverse(joint_type, axis, A0inv, q, Xup)
+        tangent_sweep(parent, S, Xup, Gx)
         # --- Lemma 1: joint tangent and joint velocity; Lemma 2: link tangent ---
         for i in range(n):
             G1[:] = 0.0
-            G1[0, 0] = joint_screw(joint_type[i], axis[i])
+            G1[0, 0] = S[i]
             if wanted[JOINT_TANGENT]:
                 write_raw_blocks(G1[:1], fact, 6 * i, i, outputs[JOINT_TANGENT][smp])
             if wanted[JOINT_VELOCITY]:
@@ -301,7 +305,7 @@ def jacobian_kernel(parent, subtree_end, joint_type, axis, placement_R, placemen
                                      outputs[LINK_TANGENT][smp])
                     j = parent[j]
         if kinematic or joint_dyn:
-            momentum_state(parent, joint_type, axis, I, Xup, q, root[0],
+            momentum_state(parent, S, I, Xup, q, root[0],
                            state[0, 0], state[0, 1], state[0, 2])
         if world:
             link_cmtm_pass(parent, Xup, state[0, 0], Xinv_L, X_L)
@@ -334,7 +338,7 @@ def jacobian_kernel(parent, subtree_end, joint_type, axis, placement_R, placemen
                             write_raw_blocks(HJ, fact, 6 * i, j, outputs[JOINT_MOMENTUM][smp])
         # --- Lemmas 2-6 on the gravity pass: forces and torques ---
         if dynamic:
-            momentum_state(parent, joint_type, axis, I, Xup, q, root[1],
+            momentum_state(parent, S, I, Xup, q, root[1],
                            state[1, 0], state[1, 1], state[1, 2])
             nu, h_L, h_J = state[1, 0], state[1, 1], state[1, 2]
             # Lemma 4's world frame may be any fixed frame: the gravity root CMTM is
@@ -350,7 +354,6 @@ def jacobian_kernel(parent, subtree_end, joint_type, axis, placement_R, placemen
             if joint_dyn:
                 subtree_sum_sweep(parent, W, WJ)
                 for i in range(n):
-                    S = joint_screw(joint_type[i], axis[i])
                     for j in supporting_joints(parent, subtree_end, i):
                         ancestor = j <= i
                         src = WJ[i, j] if ancestor else WJ[j, j]
@@ -359,5 +362,5 @@ def jacobian_kernel(parent, subtree_end, joint_type, axis, placement_R, placemen
                         if wanted[JOINT_FORCE]:
                             write_raw_blocks(F, fact, 6 * i, j, outputs[JOINT_FORCE][smp])
                         if wanted[JOINT_TORQUE]:
-                            torque_rule(S, F, T)
+                            torque_rule(S[i], F, T)
                             write_raw_blocks(T, fact, i, j, outputs[JOINT_TORQUE][smp])

@@ -6,62 +6,119 @@ Every stack here is Taylor-scaled (``a_hat[l] = a^(l) / l!``).
 paper                  code              shape                meaning
 =====================  ================  ===================  ==========================
 q_hat                  ``qhat``          (K+1, n)             joint coordinates
-S_i                    ``joint_screw``   (6,)                 joint screw, joint frame
-nu_J                   ``nuJ``           (K, 6)               joint velocity stack
+S_i                    ``S``             (n, 6)               joint screws, joint frame
+A_{0,i}^{-1}           ``A0inv``         (n, 6, 6)            inverse joint placements
+X_{J_i}^{-1}           ``XJinv``         (K, 6, 6)            joint CMTM inverse
 (^p X_i)^{-1}          ``Xup``           (n, K, 6, 6)         relative CMTM, parent -> child
-X_{L_i}^{-1}           ``Xinv_L``        (n, K, 6, 6)         link CMTM inverse, world -> link
+X_{L_i}^{-1}, X_{L_i}  ``Xinv_L, X_L``   (n, K, 6, 6)         link CMTM (inverse), world
 v_{L_i}                ``nu``            (n, K, 6)            link body-velocity stack
 =====================  ================  ===================  ==========================
 
 ``Xup`` maps twist stacks written in the parent link frame to the child link frame; its
 blockwise transpose maps wrench stacks from the child to the parent (§2.3).
 """
+import math
+
 import numpy as np
 
 from cmtm._jit import jit
-from cmtm.cmtm_matrix import cmtm_blocks, cmtm_inverse_blocks
-from cmtm.spatial import joint_motion, joint_screw, motion_transform, motion_transform_inverse
+from cmtm.cmtm_matrix import cmtm_blocks
+from cmtm.spatial import (JOINT_REVOLUTE, joint_screw, motion_block_mul, motion_transform,
+                          motion_transform_inverse, skew)
 from cmtm.taylor import conv_block_vec, conv_blocks
 
 
 @jit
-def joint_velocity_stack(joint_type, axis, qhat_i, n_orders):
-    """nu_J,m = (m+1) q_hat_{m+1} S for m < n_orders (§3.1): shape (n_orders, 6)."""
-    S = joint_screw(joint_type, axis)
-    nuJ = np.zeros((n_orders, 6))
-    for m in range(n_orders):
-        nuJ[m] = (m + 1) * qhat_i[m + 1] * S
-    return nuJ
+def joint_geometry(joint_type, axis, placement_R, placement_p):
+    """Constant per-joint data: screws S (n, 6) and inverse placements A_0^{-1} (n, 6, 6)."""
+    n = joint_type.shape[0]
+    S = np.empty((n, 6))
+    A0inv = np.empty((n, 6, 6))
+    for i in range(n):
+        S[i] = joint_screw(joint_type[i], axis[i])
+        A0inv[i] = motion_transform_inverse(placement_R[i], placement_p[i])
+    return S, A0inv
 
 
 @jit
-def relative_cmtm_inverse(joint_type, axis, placement_R, placement_p, qhat, Xup):
+def sin_cos_jets(qhat_i, sin_q, cos_q):
+    """Taylor coefficients of sin q(t) and cos q(t) from s' = c q', c' = -s q':
+    (l+1) s_{l+1} = sum_m (m+1) q_{m+1} c_{l-m}, (l+1) c_{l+1} = -sum_m (m+1) q_{m+1} s_{l-m}."""
+    sin_q[0] = math.sin(qhat_i[0])
+    cos_q[0] = math.cos(qhat_i[0])
+    for l in range(sin_q.shape[0] - 1):
+        s = 0.0
+        c = 0.0
+        for m in range(l + 1):
+            rate = (m + 1) * qhat_i[m + 1]
+            s += rate * cos_q[l - m]
+            c -= rate * sin_q[l - m]
+        sin_q[l + 1] = s / (l + 1)
+        cos_q[l + 1] = c / (l + 1)
+
+
+@jit
+def joint_cmtm_inverse(joint_type, axis, qhat_i, XJinv):
+    """Blocks of X_J^{-1}, the Taylor coefficients of E(q(t))^{-1} = E(-q(t)) (§3.1), in
+    closed form (E commutes with [S x], so the §2.2 recursion sums to this):
+
+    revolute:  blkdiag(R_l, R_l), R(-q) = E - sin q [a x] + (1 - cos q) [a x]^2;
+    prismatic: [[d_l E, 0], [-q_l [a x], d_l E]]  (d_l = 1 for l = 0, else 0).
+    """
+    K = XJinv.shape[0]
+    XJinv[:] = 0.0
+    a = skew(axis)
+    if joint_type == JOINT_REVOLUTE:
+        a2 = a @ a
+        sin_q = np.empty(K)
+        cos_q = np.empty(K)
+        sin_cos_jets(qhat_i, sin_q, cos_q)
+        for l in range(K):
+            one = 1.0 if l == 0 else 0.0
+            for r in range(3):
+                for c in range(3):
+                    value = -sin_q[l] * a[r, c] + (one - cos_q[l]) * a2[r, c]
+                    XJinv[l, r, c] = value
+                    XJinv[l, r + 3, c + 3] = value
+        for r in range(6):
+            XJinv[0, r, r] += 1.0
+    else:
+        for l in range(K):
+            for r in range(3):
+                for c in range(3):
+                    XJinv[l, r + 3, c] = -qhat_i[l] * a[r, c]
+        for r in range(6):
+            XJinv[0, r, r] = 1.0
+
+
+@jit
+def relative_cmtm_inverse(joint_type, axis, A0inv, qhat, Xup):
     """Blocks of (^p X_i)^{-1} = X_J^{-1} A_0^{-1} for every link (§3.1, §2.2).
 
-    qhat: (>=K, n) Taylor-scaled joint stack; Xup: (n, K, 6, 6) output. The joint CMTM
-    inverse needs nu_J up to order K-2, hence q_hat up to order K-1.
+    qhat: (>=K, n) Taylor-scaled joint stack; Xup: (n, K, 6, 6) output.
     """
     n, K = Xup.shape[0], Xup.shape[1]
     XJinv = np.empty((K, 6, 6))
     for i in range(n):
-        nuJ = joint_velocity_stack(joint_type[i], axis[i], qhat[:, i], K - 1)
-        R, p = joint_motion(joint_type[i], axis[i], qhat[0, i])
-        cmtm_inverse_blocks(motion_transform_inverse(R, p), nuJ, XJinv)
-        A0inv = motion_transform_inverse(placement_R[i], placement_p[i])
+        joint_cmtm_inverse(joint_type[i], axis[i], qhat[:, i], XJinv)
         for l in range(K):
-            Xup[i, l] = XJinv[l] @ A0inv
+            motion_block_mul(XJinv[l], A0inv[i], Xup[i, l])
 
 
 @jit
-def velocity_pass(parent, joint_type, axis, Xup, qhat, root_nu, nu):
-    """Link body-velocity stacks (§2.5): v_i = (^p X_i)^{-1} v_p + nu_J,i, parents first.
+def velocity_pass(parent, S, Xup, qhat, root_nu, nu):
+    """Link body-velocity stacks (§2.5): v_i = (^p X_i)^{-1} v_p + nu_J,i, parents first,
+    with nu_J,m = (m+1) q_hat_{m+1} S (§3.1).
 
     root_nu: (K, 6) velocity stack of the base (zero, or the gravity trick of §3.3);
     nu: (n, K, 6) output, K orders; qhat needs orders up to K.
     """
     n, K = nu.shape[0], nu.shape[1]
     for i in range(n):
-        nu[i] = joint_velocity_stack(joint_type[i], axis[i], qhat[:, i], K)
+        for m in range(K):
+            rate = (m + 1) * qhat[m + 1, i]
+            for c in range(6):
+                nu[i, m, c] = rate * S[i, c]
         if parent[i] < 0:
             conv_block_vec(Xup[i], root_nu, nu[i])
         else:

@@ -157,3 +157,20 @@ def matTvec6(A, x, out):
         for m in range(6):
             acc += A[m, r] * x[m]
         out[r] += acc
+
+
+@jit
+def motion_block_mul(X, Y, out):
+    """out = X @ Y for 6x6 blocks of the form [[P, 0], [Q, P]] (motion transforms, their
+    time derivatives and [u x] all have it): [[P1 P2, 0], [Q1 P2 + P1 Q2, P1 P2]]."""
+    for r in range(3):
+        for c in range(3):
+            top = 0.0
+            low = 0.0
+            for m in range(3):
+                top += X[r, m] * Y[m, c]
+                low += X[r + 3, m] * Y[m, c] + X[r, m] * Y[m + 3, c]
+            out[r, c] = top
+            out[r + 3, c + 3] = top
+            out[r, c + 3] = 0.0
+            out[r + 3, c] = low

@@ -149,17 +149,17 @@ def motion_cross_conv(a, b, out):
 
 
 @jit
-def force_cross_conv(a, h, out):
-    """out[l] += sum_{m<=l} [a_m x_6^*] h_{l-m}: T([a x^*]) h, with
+def force_cross_conv(a, h, out, scale=1.0):
+    """out[l] += scale * sum_{m<=l} [a_m x_6^*] h_{l-m}: T([a x^*]) h, with
     [a x^*] h = [w x n + v x f; w x f] for a = [w; v], h = [n; f] (§1.1)."""
     for l in range(out.shape[0]):
         for m in range(l + 1):
             w0, w1, w2, v0, v1, v2 = a[m, 0], a[m, 1], a[m, 2], a[m, 3], a[m, 4], a[m, 5]
             n0, n1, n2, f0, f1, f2 = (h[l - m, 0], h[l - m, 1], h[l - m, 2],
                                       h[l - m, 3], h[l - m, 4], h[l - m, 5])
-            out[l, 0] += w1 * n2 - w2 * n1 + v1 * f2 - v2 * f1
-            out[l, 1] += w2 * n0 - w0 * n2 + v2 * f0 - v0 * f2
-            out[l, 2] += w0 * n1 - w1 * n0 + v0 * f1 - v1 * f0
-            out[l, 3] += w1 * f2 - w2 * f1
-            out[l, 4] += w2 * f0 - w0 * f2
-            out[l, 5] += w0 * f1 - w1 * f0
+            out[l, 0] += scale * (w1 * n2 - w2 * n1 + v1 * f2 - v2 * f1)
+            out[l, 1] += scale * (w2 * n0 - w0 * n2 + v2 * f0 - v0 * f2)
+            out[l, 2] += scale * (w0 * n1 - w1 * n0 + v0 * f1 - v1 * f0)
+            out[l, 3] += scale * (w1 * f2 - w2 * f1)
+            out[l, 4] += scale * (w2 * f0 - w0 * f2)
+            out[l, 5] += scale * (w0 * f1 - w1 * f0)
