@@ -16,7 +16,16 @@ W_(k) (tangent matrix)          ``tangent_matrix``        dense 6(k+1)
 import numpy as np
 
 from cmtm._jit import jit
-from cmtm.spatial import motion_cross
+from cmtm.spatial import motion_block_mul_add, motion_cross, motion_cross_into
+
+
+@jit
+def velocity_crosses(nu, K):
+    """[nu_m x] for m < K as a (K, 6, 6) block list."""
+    crosses = np.empty((K, 6, 6))
+    for m in range(K):
+        motion_cross_into(nu[m], crosses[m])
+    return crosses
 
 
 @jit
@@ -25,25 +34,25 @@ def cmtm_blocks(A, nu, out):
 
     A: (6, 6) motion transform; nu: (>=K, 6) Taylor-scaled body velocity; out: (K+1, 6, 6).
     """
-    out[0] = A
     K = out.shape[0] - 1
+    crosses = velocity_crosses(nu, K)
+    out[0] = A
     for l in range(K):
-        acc = np.zeros((6, 6))
+        out[l + 1] = 0.0
         for m in range(l + 1):
-            acc += out[l - m] @ motion_cross(nu[m])
-        out[l + 1] = acc / (l + 1)
+            motion_block_mul_add(out[l - m], crosses[m], 1.0 / (l + 1), out[l + 1])
 
 
 @jit
 def cmtm_inverse_blocks(Ainv, nu, out):
     """Inverse CMTM blocks (§2.2): X-_0 = A^{-1}, X-_{l+1} = -1/(l+1) sum_m [nu_m x] X-_{l-m}."""
-    out[0] = Ainv
     K = out.shape[0] - 1
+    crosses = velocity_crosses(nu, K)
+    out[0] = Ainv
     for l in range(K):
-        acc = np.zeros((6, 6))
+        out[l + 1] = 0.0
         for m in range(l + 1):
-            acc += motion_cross(nu[m]) @ out[l - m]
-        out[l + 1] = -acc / (l + 1)
+            motion_block_mul_add(crosses[m], out[l - m], -1.0 / (l + 1), out[l + 1])
 
 
 @jit

@@ -24,8 +24,10 @@ J_{h_{L_i}}                 ``H``       (2, L-1, 6)         Lemma 3
 J_{~h_{L_i}}, J_{~h_{J_i}}  ``W, WJ``   (2, L-1, 6)         Lemma 4 steps 1-2
 J_{h_{J_i}}                 ``HJ``      (2, L-1, 6)         Lemma 4 step 3
 J_{f_{L_i}}, J_{f_{J_i}}    ``F``       (3, L-2, 6)         Lemma 5
-J_{t_i}                     ``T``       (3, L-2, 1)         Lemma 6
 ==========================  ==========  ==================  ==============================
+
+The joint torque rows apply Lemma 6 in world coordinates (``cmtm.torque_jacobian``), where
+every pair costs dot products of 6-vector jets instead of 6x6 block convolutions.
 
 L = k + 1 + (deepest input order offset requested): k+1 tangents, k+2 velocities and
 momenta, k+3 forces and torques. Everything inside is Taylor-scaled.
@@ -37,8 +39,9 @@ from cmtm.dynamics import joint_momentum_pass, link_momentum
 from cmtm.kinematics import (joint_geometry, link_cmtm_pass, relative_cmtm_inverse,
                              root_velocity_stack, velocity_pass)
 from cmtm.spatial import matvec6
+from cmtm.torque_jacobian import torque_jacobian_sample, torque_workspace
 from cmtm.taylor import (conv_block_vec, conv_blockT_vec, derivative_stack, force_cross_conv,
-                         motion_cross_conv)
+                         motion_cross_conv, write_raw_blocks)
 
 QUANTITIES = ("joint_velocity", "joint_tangent", "link_tangent", "link_velocity",
               "link_momentum", "link_momentum_world", "joint_momentum_world",
@@ -127,36 +130,6 @@ def force_rule(nu, h, H, V, ancestor, F):
             force_cross_conv(V[s], h, F[s])
     F[1] += H[0, :F.shape[1]]
     F[2] = H[1, :F.shape[1]]
-
-
-@jit
-def torque_rule(S, F, T):
-    """Lemma 6: dt = S^T df, so T_s = S^T F_s; S: (6,); T: (3, L-2, 1)."""
-    for s in range(F.shape[0]):
-        for m in range(F.shape[1]):
-            acc = 0.0
-            for c in range(6):
-                acc += S[c] * F[s, m, c]
-            T[s, m, 0] = acc
-
-
-@jit
-def write_raw_blocks(G, fact, row0, j, out):
-    """Raw blocks from first columns (§8, §7.6):
-    out[l, row0 + c, r, j] = d y^(l)_c / d q_j^(r) = sum_s l!/(r-s)! G[s, l-r+s, c].
-
-    G: (n_s, >=k+1, d) Taylor coefficients of G_s; out: (k+1, m, K_in, nv) of one sample.
-    """
-    k1, K_in = out.shape[0], out.shape[2]
-    for l in range(k1):
-        for r in range(K_in):
-            for c in range(G.shape[2]):
-                acc = 0.0
-                for s in range(G.shape[0]):
-                    m = l - r + s
-                    if r >= s and 0 <= m < k1:
-                        acc += fact[l] / fact[r - s] * G[s, m, c]
-                out[l, row0 + c, r, j] = acc
 
 
 # --- Sweeps over the tree ---
@@ -261,33 +234,37 @@ def jacobian_kernel(parent, subtree_end, joint_type, axis, placement_R, placemen
     L = k1 + depth
     kinematic = any_of(wanted, LINK_VELOCITY, JOINT_MOMENTUM)
     joint_kin = any_of(wanted, JOINT_MOMENTUM_WORLD, JOINT_MOMENTUM)
-    dynamic = any_of(wanted, LINK_FORCE, JOINT_TORQUE)
-    joint_dyn = any_of(wanted, JOINT_FORCE, JOINT_TORQUE)
+    dynamic = wanted[LINK_FORCE] or wanted[JOINT_FORCE]
+    joint_dyn = wanted[JOINT_FORCE]
     world = wanted[LINK_MOMENTUM_WORLD] or joint_kin or joint_dyn
+    tangents = wanted[LINK_TANGENT] or kinematic or dynamic
     S, A0inv = joint_geometry(joint_type, axis, placement_R, placement_p)
     fact = np.ones(L + 1)
     for l in range(1, L + 1):
         fact[l] = fact[l - 1] * l
     Lv = max(L - 1, 1)
     Xup = np.empty((n, L, 6, 6))
-    Gx = np.empty((n, n, L, 6))
+    n_pairs = n if tangents else 0
+    Gx = np.empty((n_pairs, n_pairs, L, 6))
     state = np.zeros((2, 3, n, Lv, 6))  # [free, gravity] x [nu, h_L, h_J]
     Xinv_L = np.empty((n, Lv, 6, 6))
     X_L = np.empty((n, Lv, 6, 6))
-    V = np.zeros((n, n, 2, Lv, 6))
-    H = np.zeros((n, n, 2, Lv, 6))
-    W = np.zeros((n, n, 2, Lv, 6))
-    WJ = np.zeros((n, n, 2, Lv, 6))
+    V = np.zeros((n_pairs, n_pairs, 2, Lv, 6))
+    H = np.zeros((n_pairs, n_pairs, 2, Lv, 6))
+    n_world = n if world else 0
+    W = np.zeros((n_world, n_world, 2, Lv, 6))
+    WJ = np.zeros((n_world, n_world, 2, Lv, 6))
     HJ = np.zeros((2, Lv, 6))
     F = np.zeros((3, max(L - 2, 1), 6))
-    T = np.zeros((3, max(L - 2, 1), 1))
+    torque_ws = torque_workspace(n if wanted[JOINT_TORQUE] else 0, max(Lv, 2))
     G1 = np.zeros((2, k1, 6))
     root = np.zeros((2, Lv, 6))
     root[1] = root_velocity_stack(gravity, Lv)
     for smp in range(qhat.shape[0]):
         q = qhat[smp]
         relative_cmtm_inverse(joint_type, axis, A0inv, q, Xup)
-        tangent_sweep(parent, S, Xup, Gx)
+        if tangents:
+            tangent_sweep(parent, S, Xup, Gx)
         # --- Lemma 1: joint tangent and joint velocity; Lemma 2: link tangent ---
         for i in range(n):
             G1[:] = 0.0
@@ -336,7 +313,7 @@ def jacobian_kernel(parent, subtree_end, joint_type, axis, placement_R, placemen
                         if wanted[JOINT_MOMENTUM]:
                             local_momentum_rule(X_L[i], h_J[i], Gx[i, j], src, ancestor, HJ)
                             write_raw_blocks(HJ, fact, 6 * i, j, outputs[JOINT_MOMENTUM][smp])
-        # --- Lemmas 2-6 on the gravity pass: forces and torques ---
+        # --- Lemmas 2-5 on the gravity pass: link and joint forces ---
         if dynamic:
             momentum_state(parent, S, I, Xup, q, root[1],
                            state[1, 0], state[1, 1], state[1, 2])
@@ -359,8 +336,8 @@ def jacobian_kernel(parent, subtree_end, joint_type, axis, placement_R, placemen
                         src = WJ[i, j] if ancestor else WJ[j, j]
                         local_momentum_rule(X_L[i], h_J[i], Gx[i, j], src, ancestor, HJ)
                         force_rule(nu[i], h_J[i], HJ, V[i, j], ancestor, F)
-                        if wanted[JOINT_FORCE]:
-                            write_raw_blocks(F, fact, 6 * i, j, outputs[JOINT_FORCE][smp])
-                        if wanted[JOINT_TORQUE]:
-                            torque_rule(S[i], F, T)
-                            write_raw_blocks(T, fact, i, j, outputs[JOINT_TORQUE][smp])
+                        write_raw_blocks(F, fact, 6 * i, j, outputs[JOINT_FORCE][smp])
+        # --- Lemma 6 in world coordinates: joint torques (cmtm.torque_jacobian) ---
+        if wanted[JOINT_TORQUE]:
+            torque_jacobian_sample(parent, subtree_end, S, I, Xup, q, root[1], fact, torque_ws,
+                                   outputs[JOINT_TORQUE][smp])

@@ -23,8 +23,8 @@ import numpy as np
 
 from cmtm._jit import jit
 from cmtm.cmtm_matrix import cmtm_blocks
-from cmtm.spatial import (JOINT_REVOLUTE, joint_screw, motion_block_mul, motion_transform,
-                          motion_transform_inverse, skew)
+from cmtm.spatial import (JOINT_REVOLUTE, joint_screw, motion_block_mul,
+                          motion_transform_inverse, motion_transform_inverse_of, skew)
 from cmtm.taylor import conv_block_vec, conv_blocks
 
 
@@ -148,10 +148,7 @@ def link_cmtm_pass(parent, Xup, nu, Xinv_L, X_L):
     """
     link_cmtm_inverse_pass(parent, Xup, Xinv_L)
     for i in range(parent.shape[0]):
-        R = Xinv_L[i, 0, :3, :3].T.copy()
-        p_cross = -(R @ np.ascontiguousarray(Xinv_L[i, 0, 3:, :3]))
-        p = np.array([p_cross[2, 1], p_cross[0, 2], p_cross[1, 0]])
-        cmtm_blocks(motion_transform(R, p), nu[i], X_L[i])
+        cmtm_blocks(motion_transform_inverse_of(Xinv_L[i, 0]), nu[i], X_L[i])
 
 
 @jit

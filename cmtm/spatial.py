@@ -103,6 +103,19 @@ def motion_transform_inverse(R, p):
 
 
 @jit
+def motion_transform_inverse_of(A):
+    """Inverse of a motion transform given as a 6x6 [[R, 0], [B, R]] with R a rotation:
+    [[R^T, 0], [-R^T B R^T, R^T]]."""
+    out = np.zeros((6, 6))
+    Rt = A[:3, :3].T.copy()
+    B = np.ascontiguousarray(A[3:, :3])
+    out[:3, :3] = Rt
+    out[3:, 3:] = Rt
+    out[3:, :3] = -(Rt @ B @ Rt)
+    return out
+
+
+@jit
 def rotation_about_axis(axis, angle):
     """Rodrigues' formula: exp(angle [axis x]) for a unit axis."""
     K = skew(axis)
@@ -160,9 +173,9 @@ def matTvec6(A, x, out):
 
 
 @jit
-def motion_block_mul(X, Y, out):
-    """out = X @ Y for 6x6 blocks of the form [[P, 0], [Q, P]] (motion transforms, their
-    time derivatives and [u x] all have it): [[P1 P2, 0], [Q1 P2 + P1 Q2, P1 P2]]."""
+def motion_block_mul_add(X, Y, scale, out):
+    """out += scale * X @ Y for 6x6 blocks of the form [[P, 0], [Q, P]] (motion transforms,
+    their time derivatives and [u x] all have it): [[P1 P2, 0], [Q1 P2 + P1 Q2, P1 P2]]."""
     for r in range(3):
         for c in range(3):
             top = 0.0
@@ -170,7 +183,33 @@ def motion_block_mul(X, Y, out):
             for m in range(3):
                 top += X[r, m] * Y[m, c]
                 low += X[r + 3, m] * Y[m, c] + X[r, m] * Y[m + 3, c]
-            out[r, c] = top
-            out[r + 3, c + 3] = top
-            out[r, c + 3] = 0.0
-            out[r + 3, c] = low
+            out[r, c] += scale * top
+            out[r + 3, c + 3] += scale * top
+            out[r + 3, c] += scale * low
+
+
+@jit
+def motion_block_mul(X, Y, out):
+    """out = X @ Y for blocks of the form [[P, 0], [Q, P]] (see motion_block_mul_add)."""
+    out[:] = 0.0
+    motion_block_mul_add(X, Y, 1.0, out)
+
+
+@jit
+def motion_cross_into(u, out):
+    """out = [u x_6] without allocating (same as motion_cross)."""
+    out[:] = 0.0
+    w0, w1, w2, v0, v1, v2 = u[0], u[1], u[2], u[3], u[4], u[5]
+    for d in (0, 3):
+        out[d + 0, d + 1] = -w2
+        out[d + 0, d + 2] = w1
+        out[d + 1, d + 0] = w2
+        out[d + 1, d + 2] = -w0
+        out[d + 2, d + 0] = -w1
+        out[d + 2, d + 1] = w0
+    out[3, 1] = -v2
+    out[3, 2] = v1
+    out[4, 0] = v2
+    out[4, 2] = -v0
+    out[5, 0] = -v1
+    out[5, 1] = v0

@@ -163,3 +163,22 @@ def force_cross_conv(a, h, out, scale=1.0):
             out[l, 3] += scale * (w1 * f2 - w2 * f1)
             out[l, 4] += scale * (w2 * f0 - w0 * f2)
             out[l, 5] += scale * (w0 * f1 - w1 * f0)
+
+
+@jit
+def write_raw_blocks(G, fact, row0, j, out):
+    """Raw blocks from first columns (§8, §7.6):
+    out[l, row0 + c, r, j] = d y^(l)_c / d q_j^(r) = sum_s l!/(r-s)! G[s, l-r+s, c].
+
+    G: (n_s, >=k+1, d) Taylor coefficients of G_s; out: (k+1, m, K_in, nv) of one sample.
+    """
+    k1, K_in = out.shape[0], out.shape[2]
+    for l in range(k1):
+        for r in range(K_in):
+            for c in range(G.shape[2]):
+                acc = 0.0
+                for s in range(G.shape[0]):
+                    m = l - r + s
+                    if r >= s and 0 <= m < k1:
+                        acc += fact[l] / fact[r - s] * G[s, m, c]
+                out[l, row0 + c, r, j] = acc
