@@ -3,7 +3,7 @@ structured Jacobians, built on comprehensive motion transformation matrices (CMT
 from cmtm import reference
 from cmtm.api import (Motion, inverse_dynamics, jacobian, jacobian_input_orders, jacobians,
                       link_poses, link_transform_derivatives, mass_matrix, motion)
-from cmtm.jacobians import QUANTITIES
+from cmtm.structured_jacobians import QUANTITIES
 
 __all__ = ["Motion", "QUANTITIES", "inverse_dynamics", "jacobian", "jacobian_input_orders",
            "jacobians", "link_poses", "link_transform_derivatives", "mass_matrix", "motion",

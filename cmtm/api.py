@@ -10,6 +10,7 @@ import numpy as np
 
 from cmtm.comprehensive import (link_cmtm_kernel, link_poses_kernel, mass_matrix_kernel,
                                 motion_kernel)
+from cmtm.structured_jacobians import INPUT_OFFSET, QUANTITIES, jacobian_kernel
 from cmtm.taylor import raw_from_taylor, taylor_from_raw
 
 _MODEL_FIELDS = ("parent", "joint_type", "axis", "placement_R", "placement_p",
@@ -210,7 +211,6 @@ def mass_matrix(model, q):
 
 def _quantity_indices(quantities):
     """Indices of quantity names in QUANTITIES; ValueError naming the valid ones."""
-    from cmtm.jacobians import QUANTITIES
     if isinstance(quantities, str):
         quantities = (quantities,)
     indices = []
@@ -226,7 +226,6 @@ def _quantity_indices(quantities):
 def jacobian_input_orders(quantity, order):
     """K_in: the number of raw input orders q, ..., q^(K_in-1) that ``quantity`` of order k
     depends on (§7.1): k+1 for tangents, k+2 velocities and momenta, k+3 forces and torques."""
-    from cmtm.jacobians import INPUT_OFFSET
     return check_order(order) + 1 + INPUT_OFFSET[_quantity_indices(quantity)[0]]
 
 
@@ -238,7 +237,6 @@ def jacobians(model, q_stack, quantities, order=0):
     6-vectors (link-major, angular-first), m = nv for the joint torque; K_in as in
     :func:`jacobian_input_orders`. The sample axis is dropped for a single instant.
     """
-    from cmtm.jacobians import INPUT_OFFSET, QUANTITIES, jacobian_kernel
     check_model(model)
     k = check_order(order)
     indices = _quantity_indices(quantities)

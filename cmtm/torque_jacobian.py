@@ -16,7 +16,7 @@ j: d h~_J_i = d h~_J_j. With the hat swaps s_i . [s_j x^*] h = -s_j . [s_i x^*] 
 ([s_j x] s_i) . f = s_j . [s_i x^*] f, every pair (i, j) reduces to dot products of a
 per-link jet with a per-joint jet ("dot convolutions"): no 6x6 product per pair. The
 first columns G_0, G_1, G_2 of §8 then follow from f~ = d/dt h~ (time derivative rule of
-``cmtm.jacobians``).
+``cmtm.structured_jacobians``).
 
 =================  ============  ============  ==========================================
 symbol             code          shape         meaning (all world frame, Taylor-scaled)

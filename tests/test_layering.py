@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNELS = {"spatial", "taylor", "cmtm_matrix", "kinematics", "dynamics", "jacobians", "_jit"}
+KERNELS = {"spatial", "taylor", "cmtm_matrix", "kinematics", "dynamics", "comprehensive",
+           "structured_jacobians", "torque_jacobian", "_jit"}
 KERNEL_ALLOWED = {"numpy", "numba", "math", "cmtm", "__future__"}
 
 

@@ -1,0 +1,49 @@
+"""Internal forms of the engine against the specification's recursions.
+
+The engine builds joint CMTMs in closed form (sin/cos jets, cmtm_math.md §3.1); the spec
+defines them by the recursion of §2.2. The torque Jacobian uses Lemma 6 in world
+coordinates; the joint-force Jacobian follows Lemmas 4-5 in link coordinates.
+"""
+import numpy as np
+import pytest
+
+import cmtm
+from cmtm.cmtm_matrix import cmtm_inverse_blocks
+from cmtm.kinematics import joint_cmtm_inverse
+from cmtm.spatial import JOINT_PRISMATIC, JOINT_REVOLUTE, joint_motion, motion_transform_inverse
+from conftest import random_stack
+
+
+@pytest.mark.parametrize("joint_type", [JOINT_REVOLUTE, JOINT_PRISMATIC])
+def test_closed_form_joint_cmtm_matches_recursion(joint_type):
+    rng = np.random.default_rng(7)
+    axis = rng.normal(size=3)
+    axis /= np.linalg.norm(axis)
+    K = 7
+    qhat = rng.uniform(-1.5, 1.5, size=K + 1)
+    closed = np.empty((K, 6, 6))
+    joint_cmtm_inverse(joint_type, axis, qhat, closed)
+    S = np.concatenate([axis, np.zeros(3)]) if joint_type == JOINT_REVOLUTE \
+        else np.concatenate([np.zeros(3), axis])
+    nuJ = np.array([(m + 1) * qhat[m + 1] * S for m in range(K)])
+    R, p = joint_motion(joint_type, axis, qhat[0])
+    recursive = np.empty((K, 6, 6))
+    cmtm_inverse_blocks(motion_transform_inverse(R, p), nuJ, recursive)
+    # both are sums of O(K) rounded products of unit-size numbers
+    np.testing.assert_allclose(closed, recursive, rtol=0, atol=1e-13)
+
+
+def test_torque_jacobian_equals_screw_projection_of_joint_force_jacobian(tree12):
+    """Lemma 6 two ways: world-coordinate torque path vs S^T (Lemma 4-5 joint force)."""
+    k = 2
+    q = random_stack(tree12, k + 3, n_samples=2, seed=11)
+    J = cmtm.jacobians(tree12, q, ("joint_force", "joint_torque"), order=k)
+    S = np.zeros((tree12.nv, 6))
+    revolute = tree12.joint_type == JOINT_REVOLUTE
+    S[revolute, :3] = tree12.axis[revolute]
+    S[~revolute, 3:] = tree12.axis[~revolute]
+    f = J["joint_force"].reshape(2, k + 1, tree12.nv, 6, k + 3, tree12.nv)
+    projected = np.einsum("ic,sjicrn->sjirn", S, f)
+    scale = np.abs(J["joint_torque"]).max()
+    # two different roundings of the same sums: agreement at a few ulps of the scale
+    np.testing.assert_allclose(J["joint_torque"], projected, rtol=0, atol=1e-12 * scale)
