@@ -14,7 +14,7 @@ from cmtm.dynamics import (force_from_momentum, joint_momentum_pass, joint_torqu
                            link_momentum, world_momentum)
 from cmtm.kinematics import (joint_geometry, link_cmtm_inverse_pass, link_cmtm_pass,
                              relative_cmtm_inverse, root_velocity_stack, velocity_pass)
-from cmtm.spatial import joint_motion, matTvec6, matvec6
+from cmtm.spatial import congruence_add, dot6, joint_motion, matTvec6, matvec6
 
 
 @jit
@@ -125,6 +125,7 @@ def mass_matrix_kernel(parent, joint_type, axis, placement_R, placement_p, I, q,
     S, A0inv = joint_geometry(joint_type, axis, placement_R, placement_p)
     Xup = np.empty((n, 1, 6, 6))
     Ic = np.empty((n, 6, 6))
+    tmp = np.empty((6, 6))
     F = np.empty(6)
     Fp = np.empty(6)
     for s in range(q.shape[0]):
@@ -132,19 +133,19 @@ def mass_matrix_kernel(parent, joint_type, axis, placement_R, placement_p, I, q,
         Ic[:] = I
         for c in range(n - 1, -1, -1):
             if parent[c] >= 0:
-                Ic[parent[c]] += Xup[c, 0].T @ Ic[c] @ Xup[c, 0]
+                congruence_add(Xup[c, 0], Ic[c], Xup[c, 0], tmp, Ic[parent[c]])
         M[s] = 0.0
         for i in range(n):
             F[:] = 0.0
             matvec6(Ic[i], S[i], F)
-            M[s, i, i] = S[i] @ F
+            M[s, i, i] = dot6(S[i], F)
             j = i
             while parent[j] >= 0:
                 Fp[:] = 0.0
                 matTvec6(Xup[j, 0], F, Fp)
                 F[:] = Fp
                 j = parent[j]
-                M[s, i, j] = S[j] @ F
+                M[s, i, j] = dot6(S[j], F)
                 M[s, j, i] = M[s, i, j]
 
 

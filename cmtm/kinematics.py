@@ -24,7 +24,7 @@ import numpy as np
 from cmtm._jit import jit
 from cmtm.cmtm_matrix import cmtm_blocks
 from cmtm.spatial import (JOINT_REVOLUTE, joint_screw, motion_block_mul,
-                          motion_transform_inverse, motion_transform_inverse_of, skew)
+                          motion_transform_inverse, motion_transform_inverse_into, skew)
 from cmtm.taylor import conv_block_vec, conv_blocks
 
 
@@ -58,26 +58,26 @@ def sin_cos_jets(qhat_i, sin_q, cos_q):
 
 
 @jit
-def joint_cmtm_inverse(joint_type, axis, qhat_i, XJinv):
+def joint_cmtm_inverse(joint_type, axis, qhat_i, XJinv, sin_q, cos_q):
     """Blocks of X_J^{-1}, the Taylor coefficients of E(q(t))^{-1} = E(-q(t)) (§3.1), in
     closed form (E commutes with [S x], so the §2.2 recursion sums to this):
 
     revolute:  blkdiag(R_l, R_l), R(-q) = E - sin q [a x] + (1 - cos q) [a x]^2;
     prismatic: [[d_l E, 0], [-q_l [a x], d_l E]]  (d_l = 1 for l = 0, else 0).
+
+    XJinv: (K, 6, 6) output; sin_q, cos_q: (K,) work arrays.
     """
     K = XJinv.shape[0]
     XJinv[:] = 0.0
     a = skew(axis)
     if joint_type == JOINT_REVOLUTE:
-        a2 = a @ a
-        sin_q = np.empty(K)
-        cos_q = np.empty(K)
-        sin_cos_jets(qhat_i, sin_q, cos_q)
+        sin_cos_jets(qhat_i, sin_q[:K], cos_q[:K])
         for l in range(K):
             one = 1.0 if l == 0 else 0.0
             for r in range(3):
                 for c in range(3):
-                    value = -sin_q[l] * a[r, c] + (one - cos_q[l]) * a2[r, c]
+                    a2 = axis[r] * axis[c] - (1.0 if r == c else 0.0)  # [a x]^2, |a| = 1
+                    value = -sin_q[l] * a[r, c] + (one - cos_q[l]) * a2
                     XJinv[l, r, c] = value
                     XJinv[l, r + 3, c + 3] = value
         for r in range(6):
@@ -99,8 +99,10 @@ def relative_cmtm_inverse(joint_type, axis, A0inv, qhat, Xup):
     """
     n, K = Xup.shape[0], Xup.shape[1]
     XJinv = np.empty((K, 6, 6))
+    sin_q = np.empty(K)
+    cos_q = np.empty(K)
     for i in range(n):
-        joint_cmtm_inverse(joint_type[i], axis[i], qhat[:, i], XJinv)
+        joint_cmtm_inverse(joint_type[i], axis[i], qhat[:, i], XJinv, sin_q, cos_q)
         for l in range(K):
             motion_block_mul(XJinv[l], A0inv[i], Xup[i, l])
 
@@ -147,8 +149,10 @@ def link_cmtm_pass(parent, Xup, nu, Xinv_L, X_L):
     nu: (n, >=K-1, 6); Xinv_L, X_L: (n, K, 6, 6) outputs.
     """
     link_cmtm_inverse_pass(parent, Xup, Xinv_L)
+    pose = np.empty((6, 6))
     for i in range(parent.shape[0]):
-        cmtm_blocks(motion_transform_inverse_of(Xinv_L[i, 0]), nu[i], X_L[i])
+        motion_transform_inverse_into(Xinv_L[i, 0], pose)
+        cmtm_blocks(pose, nu[i], X_L[i])
 
 
 @jit

@@ -103,23 +103,29 @@ def motion_transform_inverse(R, p):
 
 
 @jit
-def motion_transform_inverse_of(A):
-    """Inverse of a motion transform given as a 6x6 [[R, 0], [B, R]] with R a rotation:
+def motion_transform_inverse_into(A, out):
+    """out = A^{-1} for a motion transform A = [[R, 0], [B, R]] (R a rotation):
     [[R^T, 0], [-R^T B R^T, R^T]]."""
-    out = np.zeros((6, 6))
-    Rt = A[:3, :3].T.copy()
-    B = np.ascontiguousarray(A[3:, :3])
-    out[:3, :3] = Rt
-    out[3:, 3:] = Rt
-    out[3:, :3] = -(Rt @ B @ Rt)
-    return out
+    for r in range(3):
+        for c in range(3):
+            out[r, c] = A[c, r]
+            out[r + 3, c + 3] = A[c, r]
+            out[r, c + 3] = 0.0
+    for r in range(3):
+        for c in range(3):
+            acc = 0.0
+            for m in range(3):
+                for t in range(3):
+                    acc += A[m, r] * A[m + 3, t] * A[c, t]
+            out[r + 3, c] = -acc
 
 
 @jit
 def rotation_about_axis(axis, angle):
     """Rodrigues' formula: exp(angle [axis x]) for a unit axis."""
     K = skew(axis)
-    return np.eye(3) + math.sin(angle) * K + (1.0 - math.cos(angle)) * (K @ K)
+    K2 = np.outer(axis, axis) - np.eye(3)  # [a x]^2 for a unit axis
+    return np.eye(3) + math.sin(angle) * K + (1.0 - math.cos(angle)) * K2
 
 
 @jit
@@ -160,6 +166,32 @@ def matvec6(A, x, out):
         for m in range(6):
             acc += A[r, m] * x[m]
         out[r] += acc
+
+
+@jit
+def dot6(a, b):
+    """a . b for 6-vectors."""
+    acc = 0.0
+    for c in range(6):
+        acc += a[c] * b[c]
+    return acc
+
+
+@jit
+def congruence_add(Xa, I, Xb, tmp, out):
+    """out += Xa^T I Xb for 6x6 blocks (tmp: a 6x6 work array)."""
+    for r in range(6):
+        for c in range(6):
+            acc = 0.0
+            for t in range(6):
+                acc += I[r, t] * Xb[t, c]
+            tmp[r, c] = acc
+    for r in range(6):
+        for c in range(6):
+            acc = 0.0
+            for t in range(6):
+                acc += Xa[t, r] * tmp[t, c]
+            out[r, c] += acc
 
 
 @jit

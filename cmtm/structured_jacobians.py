@@ -41,7 +41,7 @@ from cmtm.kinematics import (joint_geometry, link_cmtm_pass, relative_cmtm_inver
 from cmtm.spatial import matvec6
 from cmtm.torque_jacobian import torque_jacobian_sample, torque_workspace
 from cmtm.taylor import (conv_block_vec, conv_blockT_vec, derivative_stack, force_cross_conv,
-                         motion_cross_conv, write_raw_blocks)
+                         motion_cross_conv, raw_block_coefficients, write_raw_blocks)
 
 QUANTITIES = ("joint_velocity", "joint_tangent", "link_tangent", "link_velocity",
               "link_momentum", "link_momentum_world", "joint_momentum_world",
@@ -239,9 +239,7 @@ def jacobian_kernel(parent, subtree_end, joint_type, axis, placement_R, placemen
     world = wanted[LINK_MOMENTUM_WORLD] or joint_kin or joint_dyn
     tangents = wanted[LINK_TANGENT] or kinematic or dynamic
     S, A0inv = joint_geometry(joint_type, axis, placement_R, placement_p)
-    fact = np.ones(L + 1)
-    for l in range(1, L + 1):
-        fact[l] = fact[l - 1] * l
+    coef = raw_block_coefficients(k1, k1 + 2, 3)
     Lv = max(L - 1, 1)
     Xup = np.empty((n, L, 6, 6))
     n_pairs = n if tangents else 0
@@ -270,15 +268,15 @@ def jacobian_kernel(parent, subtree_end, joint_type, axis, placement_R, placemen
             G1[:] = 0.0
             G1[0, 0] = S[i]
             if wanted[JOINT_TANGENT]:
-                write_raw_blocks(G1[:1], fact, 6 * i, i, outputs[JOINT_TANGENT][smp])
+                write_raw_blocks(G1[:1], coef, 6 * i, i, outputs[JOINT_TANGENT][smp])
             if wanted[JOINT_VELOCITY]:
                 G1[1, 0] = G1[0, 0]
                 G1[0, 0] = 0.0
-                write_raw_blocks(G1, fact, 6 * i, i, outputs[JOINT_VELOCITY][smp])
+                write_raw_blocks(G1, coef, 6 * i, i, outputs[JOINT_VELOCITY][smp])
             if wanted[LINK_TANGENT]:
                 j = i
                 while j >= 0:
-                    write_raw_blocks(Gx[i, j:j + 1, :k1], fact, 6 * i, j,
+                    write_raw_blocks(Gx[i, j:j + 1, :k1], coef, 6 * i, j,
                                      outputs[LINK_TANGENT][smp])
                     j = parent[j]
         if kinematic or joint_dyn:
@@ -294,11 +292,11 @@ def jacobian_kernel(parent, subtree_end, joint_type, axis, placement_R, placemen
                 j = i
                 while j >= 0:
                     if wanted[LINK_VELOCITY]:
-                        write_raw_blocks(V[i, j], fact, 6 * i, j, outputs[LINK_VELOCITY][smp])
+                        write_raw_blocks(V[i, j], coef, 6 * i, j, outputs[LINK_VELOCITY][smp])
                     if wanted[LINK_MOMENTUM]:
-                        write_raw_blocks(H[i, j], fact, 6 * i, j, outputs[LINK_MOMENTUM][smp])
+                        write_raw_blocks(H[i, j], coef, 6 * i, j, outputs[LINK_MOMENTUM][smp])
                     if wanted[LINK_MOMENTUM_WORLD]:
-                        write_raw_blocks(W[i, j], fact, 6 * i, j,
+                        write_raw_blocks(W[i, j], coef, 6 * i, j,
                                          outputs[LINK_MOMENTUM_WORLD][smp])
                     j = parent[j]
             if joint_kin:
@@ -308,11 +306,11 @@ def jacobian_kernel(parent, subtree_end, joint_type, axis, placement_R, placemen
                         ancestor = j <= i
                         src = WJ[i, j] if ancestor else WJ[j, j]
                         if wanted[JOINT_MOMENTUM_WORLD]:
-                            write_raw_blocks(src, fact, 6 * i, j,
+                            write_raw_blocks(src, coef, 6 * i, j,
                                              outputs[JOINT_MOMENTUM_WORLD][smp])
                         if wanted[JOINT_MOMENTUM]:
                             local_momentum_rule(X_L[i], h_J[i], Gx[i, j], src, ancestor, HJ)
-                            write_raw_blocks(HJ, fact, 6 * i, j, outputs[JOINT_MOMENTUM][smp])
+                            write_raw_blocks(HJ, coef, 6 * i, j, outputs[JOINT_MOMENTUM][smp])
         # --- Lemmas 2-5 on the gravity pass: link and joint forces ---
         if dynamic:
             momentum_state(parent, S, I, Xup, q, root[1],
@@ -326,7 +324,7 @@ def jacobian_kernel(parent, subtree_end, joint_type, axis, placement_R, placemen
                     j = i
                     while j >= 0:
                         force_rule(nu[i], h_L[i], H[i, j], V[i, j], True, F)
-                        write_raw_blocks(F, fact, 6 * i, j, outputs[LINK_FORCE][smp])
+                        write_raw_blocks(F, coef, 6 * i, j, outputs[LINK_FORCE][smp])
                         j = parent[j]
             if joint_dyn:
                 subtree_sum_sweep(parent, W, WJ)
@@ -336,8 +334,8 @@ def jacobian_kernel(parent, subtree_end, joint_type, axis, placement_R, placemen
                         src = WJ[i, j] if ancestor else WJ[j, j]
                         local_momentum_rule(X_L[i], h_J[i], Gx[i, j], src, ancestor, HJ)
                         force_rule(nu[i], h_J[i], HJ, V[i, j], ancestor, F)
-                        write_raw_blocks(F, fact, 6 * i, j, outputs[JOINT_FORCE][smp])
+                        write_raw_blocks(F, coef, 6 * i, j, outputs[JOINT_FORCE][smp])
         # --- Lemma 6 in world coordinates: joint torques (cmtm.torque_jacobian) ---
         if wanted[JOINT_TORQUE]:
-            torque_jacobian_sample(parent, subtree_end, S, I, Xup, q, root[1], fact, torque_ws,
+            torque_jacobian_sample(parent, subtree_end, S, I, Xup, q, root[1], coef, torque_ws,
                                    outputs[JOINT_TORQUE][smp])

@@ -166,19 +166,37 @@ def force_cross_conv(a, h, out, scale=1.0):
 
 
 @jit
-def write_raw_blocks(G, fact, row0, j, out):
-    """Raw blocks from first columns (§8, §7.6):
-    out[l, row0 + c, r, j] = d y^(l)_c / d q_j^(r) = sum_s l!/(r-s)! G[s, l-r+s, c].
-
-    G: (n_s, >=k+1, d) Taylor coefficients of G_s; out: (k+1, m, K_in, nv) of one sample.
-    """
-    k1, K_in = out.shape[0], out.shape[2]
+def raw_block_coefficients(k1, K_in, n_s):
+    """c[l, r, s] = l!/(r-s)! where 0 <= l-r+s < k1 and r >= s, else 0: the weights of
+    d y^(l) / d q^(r) = sum_s c[l, r, s] G_s[l-r+s] (§7.6, §8)."""
+    fact = np.ones(K_in + k1)
+    for l in range(1, K_in + k1):
+        fact[l] = fact[l - 1] * l
+    coef = np.zeros((k1, K_in, n_s))
     for l in range(k1):
         for r in range(K_in):
-            for c in range(G.shape[2]):
-                acc = 0.0
-                for s in range(G.shape[0]):
+            for s in range(n_s):
+                if r >= s and 0 <= l - r + s < k1:
+                    coef[l, r, s] = fact[l] / fact[r - s]
+    return coef
+
+
+@jit
+def write_raw_blocks(G, coef, row0, j, out):
+    """Raw blocks from first columns (§8, §7.6):
+    out[l, row0 + c, r, j] = d y^(l)_c / d q_j^(r) = sum_s coef[l, r, s] G[s, l-r+s, c].
+
+    G: (n_s, >=k+1, d) Taylor coefficients of G_s; coef from ``raw_block_coefficients``;
+    out: (k+1, m, K_in, nv) of one sample.
+    """
+    k1, K_in, d = out.shape[0], out.shape[2], G.shape[2]
+    for l in range(k1):
+        for r in range(K_in):
+            for c in range(d):
+                out[l, row0 + c, r, j] = 0.0
+            for s in range(G.shape[0]):
+                weight = coef[l, r, s]
+                if weight != 0.0:
                     m = l - r + s
-                    if r >= s and 0 <= m < k1:
-                        acc += fact[l] / fact[r - s] * G[s, m, c]
-                out[l, row0 + c, r, j] = acc
+                    for c in range(d):
+                        out[l, row0 + c, r, j] += weight * G[s, m, c]

@@ -39,7 +39,7 @@ from cmtm._jit import jit
 from cmtm.cmtm_matrix import cmtm_blocks, cmtm_inverse_blocks
 from cmtm.dynamics import joint_momentum_pass, link_momentum
 from cmtm.kinematics import velocity_pass
-from cmtm.spatial import motion_block_mul, motion_transform_inverse_of
+from cmtm.spatial import congruence_add, motion_block_mul, motion_transform_inverse_into
 from cmtm.taylor import (conv_block_vec, conv_blockT_vec, derivative_stack, force_cross_conv,
                          motion_cross_conv, write_raw_blocks)
 
@@ -60,19 +60,7 @@ def world_inertia_add(Xinv, I, tmp, out):
     """out[m] += sum_{a+b=m} (X-_a)^T I X-_b: the jets of I~ = A^{-T} I A^{-1} (§2.3)."""
     for m in range(out.shape[0]):
         for a in range(m + 1):
-            tmp[:] = 0.0
-            for r in range(6):
-                for c in range(6):
-                    acc = 0.0
-                    for t in range(6):
-                        acc += I[r, t] * Xinv[m - a, t, c]
-                    tmp[r, c] = acc
-            for r in range(6):
-                for c in range(6):
-                    acc = 0.0
-                    for t in range(6):
-                        acc += Xinv[a, t, r] * tmp[t, c]
-                    out[m, r, c] += acc
+            congruence_add(Xinv[a], I, Xinv[m - a], tmp, out[m])
 
 
 @jit
@@ -86,6 +74,7 @@ def world_state(parent, S, I, Xup, q, root_nu, nu, h_L, h_J, X, Xinv, s, v_w, hJ
     link_momentum(I, nu, h_L)
     joint_momentum_pass(parent, Xup, h_L, h_J)
     pose_inv = np.empty((n, 6, 6))
+    pose = np.empty((6, 6))
     tmp = np.empty((6, 6))
     Ic[:] = 0.0
     for i in range(n):
@@ -93,7 +82,8 @@ def world_state(parent, S, I, Xup, q, root_nu, nu, h_L, h_J, X, Xinv, s, v_w, hJ
             pose_inv[i] = Xup[i, 0]
         else:
             motion_block_mul(Xup[i, 0], pose_inv[parent[i]], pose_inv[i])
-        cmtm_blocks(motion_transform_inverse_of(pose_inv[i]), nu[i], X[i])
+        motion_transform_inverse_into(pose_inv[i], pose)
+        cmtm_blocks(pose, nu[i], X[i])
         cmtm_inverse_blocks(pose_inv[i], nu[i], Xinv[i])
         for m in range(L):
             for c in range(6):
@@ -196,7 +186,7 @@ def torque_workspace(n, L):
 
 
 @jit
-def torque_jacobian_sample(parent, subtree_end, S, I, Xup, q, root_nu, fact, workspace, out):
+def torque_jacobian_sample(parent, subtree_end, S, I, Xup, q, root_nu, coef, workspace, out):
     """Raw blocks d tau^(l) / d q^(r) of one sample into out (k+1, n, k+3, n), visiting
     ancestors and descendants of every link (the supporting joints of joint dynamics)."""
     vectors, matrices, scalars, scratch, T = workspace
@@ -210,8 +200,8 @@ def torque_jacobian_sample(parent, subtree_end, S, I, Xup, q, root_nu, fact, wor
         while j >= 0:
             ancestor_pair(s[j], a[j], b[i], c[i], e[i], ed[i], g[i],
                           scalars[0], scalars[1], scalars[2, :K], T)
-            write_raw_blocks(T, fact, i, j, out)
+            write_raw_blocks(T, coef, i, j, out)
             j = parent[j]
         for j in range(i + 1, subtree_end[i]):
             descendant_pair(s[i], y0[j], b[j], scratch[0], scratch[1], T)
-            write_raw_blocks(T, fact, i, j, out)
+            write_raw_blocks(T, coef, i, j, out)

@@ -22,7 +22,7 @@ def test_closed_form_joint_cmtm_matches_recursion(joint_type):
     K = 7
     qhat = rng.uniform(-1.5, 1.5, size=K + 1)
     closed = np.empty((K, 6, 6))
-    joint_cmtm_inverse(joint_type, axis, qhat, closed)
+    joint_cmtm_inverse(joint_type, axis, qhat, closed, np.empty(K), np.empty(K))
     S = np.concatenate([axis, np.zeros(3)]) if joint_type == JOINT_REVOLUTE \
         else np.concatenate([np.zeros(3), axis])
     nuJ = np.array([(m + 1) * qhat[m + 1] * S for m in range(K)])
