@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from cmtm._jit import jit
+from cmtm.spatial import matTvec6, matvec6
 
 
 def factorials(n):
@@ -86,32 +87,21 @@ def conv_blocks(A, B, out):
 
 @jit
 def conv_block_vec(A, x, out):
-    """out[l] += sum_{m<=l} A[l-m] @ x[m] for l < len(out): T(A) x as a convolution (J1)."""
-    K, r = out.shape
-    s = A.shape[2]
-    for l in range(K):
+    """out[l] += sum_{m<=l} A[l-m] @ x[m] for l < len(out): T(A) x as a convolution (J1).
+
+    A: (>=K, 6, 6) blocks; x: (>=K, 6); out: (K, 6).
+    """
+    for l in range(out.shape[0]):
         for m in range(l + 1):
-            Al = A[l - m]
-            for i in range(r):
-                acc = 0.0
-                for t in range(s):
-                    acc += Al[i, t] * x[m, t]
-                out[l, i] += acc
+            matvec6(A[l - m], x[m], out[l])
 
 
 @jit
 def conv_blockT_vec(A, x, out):
     """out[l] += sum_{m<=l} A[l-m]^T @ x[m]: the product with the *blockwise* transpose T(A^T)."""
-    K, r = out.shape
-    s = A.shape[1]
-    for l in range(K):
+    for l in range(out.shape[0]):
         for m in range(l + 1):
-            Al = A[l - m]
-            for i in range(r):
-                acc = 0.0
-                for t in range(s):
-                    acc += Al[t, i] * x[m, t]
-                out[l, i] += acc
+            matTvec6(A[l - m], x[m], out[l])
 
 
 @jit
