@@ -216,6 +216,99 @@ def any_of(wanted, first, last):
 
 
 @jit
+def tangent_rows(parent, S, Gx, coef, wanted, outputs, smp):
+    """Lemma 1 (joint tangent and joint velocity: S_i on their own joint) and Lemma 2
+    (link tangent: Gx over the ancestors) written as raw blocks for sample ``smp``."""
+    k1 = outputs[JOINT_TANGENT].shape[1] if wanted[JOINT_TANGENT] else \
+        outputs[JOINT_VELOCITY].shape[1] if wanted[JOINT_VELOCITY] else \
+        outputs[LINK_TANGENT].shape[1]
+    G1 = np.zeros((2, k1, 6))
+    for i in range(parent.shape[0]):
+        if wanted[JOINT_TANGENT]:
+            G1[:] = 0.0
+            G1[0, 0] = S[i]
+            write_raw_blocks(G1[:1], coef, 6 * i, i, outputs[JOINT_TANGENT][smp])
+        if wanted[JOINT_VELOCITY]:
+            G1[:] = 0.0
+            G1[1, 0] = S[i]
+            write_raw_blocks(G1, coef, 6 * i, i, outputs[JOINT_VELOCITY][smp])
+        if wanted[LINK_TANGENT]:
+            j = i
+            while j >= 0:
+                write_raw_blocks(Gx[i, j:j + 1, :k1], coef, 6 * i, j,
+                                 outputs[LINK_TANGENT][smp])
+                j = parent[j]
+
+
+@jit
+def momentum_rows(parent, subtree_end, I, Xinv_L, X_L, state, Gx, coef, wanted, world, pairs,
+                  outputs, smp):
+    """Lemmas 2-4 on the gravity-free pass: link velocity, link momentum (local, world),
+    joint momentum (world, local) raw blocks for sample ``smp``."""
+    V, H, W, WJ, HJ, F = pairs
+    nu, h_L, h_J = state[0], state[1], state[2]
+    link_sweep(parent, I, Xinv_L, nu, h_L, Gx, world, V, H, W)
+    for i in range(parent.shape[0]):
+        j = i
+        while j >= 0:
+            if wanted[LINK_VELOCITY]:
+                write_raw_blocks(V[i, j], coef, 6 * i, j, outputs[LINK_VELOCITY][smp])
+            if wanted[LINK_MOMENTUM]:
+                write_raw_blocks(H[i, j], coef, 6 * i, j, outputs[LINK_MOMENTUM][smp])
+            if wanted[LINK_MOMENTUM_WORLD]:
+                write_raw_blocks(W[i, j], coef, 6 * i, j, outputs[LINK_MOMENTUM_WORLD][smp])
+            j = parent[j]
+    if wanted[JOINT_MOMENTUM_WORLD] or wanted[JOINT_MOMENTUM]:
+        subtree_sum_sweep(parent, W, WJ)
+        for i in range(parent.shape[0]):
+            for j in supporting_joints(parent, subtree_end, i):
+                ancestor = j <= i
+                src = WJ[i, j] if ancestor else WJ[j, j]
+                if wanted[JOINT_MOMENTUM_WORLD]:
+                    write_raw_blocks(src, coef, 6 * i, j, outputs[JOINT_MOMENTUM_WORLD][smp])
+                if wanted[JOINT_MOMENTUM]:
+                    local_momentum_rule(X_L[i], h_J[i], Gx[i, j], src, ancestor, HJ)
+                    write_raw_blocks(HJ, coef, 6 * i, j, outputs[JOINT_MOMENTUM][smp])
+
+
+@jit
+def force_rows(parent, subtree_end, I, Xinv_L, X_L, state, Gx, coef, wanted, pairs, outputs,
+               smp):
+    """Lemmas 2-5 on the gravity pass: link and joint force raw blocks for sample ``smp``.
+
+    Lemma 4's world frame may be any fixed frame: the gravity root CMTM is constant in q
+    and cancels in X^{*-1} (sum X^* ...), so the link CMTMs of the base at rest serve.
+    """
+    V, H, W, WJ, HJ, F = pairs
+    nu, h_L, h_J = state[0], state[1], state[2]
+    link_sweep(parent, I, Xinv_L, nu, h_L, Gx, wanted[JOINT_FORCE], V, H, W)
+    if wanted[LINK_FORCE]:
+        for i in range(parent.shape[0]):
+            j = i
+            while j >= 0:
+                force_rule(nu[i], h_L[i], H[i, j], V[i, j], True, F)
+                write_raw_blocks(F, coef, 6 * i, j, outputs[LINK_FORCE][smp])
+                j = parent[j]
+    if wanted[JOINT_FORCE]:
+        subtree_sum_sweep(parent, W, WJ)
+        for i in range(parent.shape[0]):
+            for j in supporting_joints(parent, subtree_end, i):
+                ancestor = j <= i
+                src = WJ[i, j] if ancestor else WJ[j, j]
+                local_momentum_rule(X_L[i], h_J[i], Gx[i, j], src, ancestor, HJ)
+                force_rule(nu[i], h_J[i], HJ, V[i, j], ancestor, F)
+                write_raw_blocks(F, coef, 6 * i, j, outputs[JOINT_FORCE][smp])
+
+
+@jit
+def pair_workspace(n_pairs, n_world, Lv):
+    """Per-pair first columns (V, H, W, WJ) and per-pair scratch (HJ, F)."""
+    return (np.zeros((n_pairs, n_pairs, 2, Lv, 6)), np.zeros((n_pairs, n_pairs, 2, Lv, 6)),
+            np.zeros((n_world, n_world, 2, Lv, 6)), np.zeros((n_world, n_world, 2, Lv, 6)),
+            np.zeros((2, Lv, 6)), np.zeros((3, max(Lv - 1, 1), 6)))
+
+
+@jit
 def jacobian_kernel(parent, subtree_end, joint_type, axis, placement_R, placement_p, I,
                     gravity, qhat, order, wanted, outputs):
     """Structured Jacobians of every wanted quantity at every sample (raw derivatives).
@@ -232,30 +325,21 @@ def jacobian_kernel(parent, subtree_end, joint_type, axis, placement_R, placemen
         if wanted[q]:
             depth = max(depth, INPUT_OFFSET[q])
     L = k1 + depth
+    Lv = max(L - 1, 1)
     kinematic = any_of(wanted, LINK_VELOCITY, JOINT_MOMENTUM)
-    joint_kin = any_of(wanted, JOINT_MOMENTUM_WORLD, JOINT_MOMENTUM)
-    dynamic = wanted[LINK_FORCE] or wanted[JOINT_FORCE]
-    joint_dyn = wanted[JOINT_FORCE]
-    world = wanted[LINK_MOMENTUM_WORLD] or joint_kin or joint_dyn
-    tangents = wanted[LINK_TANGENT] or kinematic or dynamic
+    forces = wanted[LINK_FORCE] or wanted[JOINT_FORCE]
+    world = any_of(wanted, LINK_MOMENTUM_WORLD, JOINT_MOMENTUM) or wanted[JOINT_FORCE]
+    tangents = wanted[LINK_TANGENT] or kinematic or forces
     S, A0inv = joint_geometry(joint_type, axis, placement_R, placement_p)
     coef = raw_block_coefficients(k1, k1 + 2, 3)
-    Lv = max(L - 1, 1)
     Xup = np.empty((n, L, 6, 6))
     n_pairs = n if tangents else 0
     Gx = np.empty((n_pairs, n_pairs, L, 6))
+    pairs = pair_workspace(n_pairs, n if world else 0, Lv)
     state = np.zeros((2, 3, n, Lv, 6))  # [free, gravity] x [nu, h_L, h_J]
     Xinv_L = np.empty((n, Lv, 6, 6))
     X_L = np.empty((n, Lv, 6, 6))
-    V = np.zeros((n_pairs, n_pairs, 2, Lv, 6))
-    H = np.zeros((n_pairs, n_pairs, 2, Lv, 6))
-    n_world = n if world else 0
-    W = np.zeros((n_world, n_world, 2, Lv, 6))
-    WJ = np.zeros((n_world, n_world, 2, Lv, 6))
-    HJ = np.zeros((2, Lv, 6))
-    F = np.zeros((3, max(L - 2, 1), 6))
     torque_ws = torque_workspace(n if wanted[JOINT_TORQUE] else 0, max(Lv, 2))
-    G1 = np.zeros((2, k1, 6))
     root = np.zeros((2, Lv, 6))
     root[1] = root_velocity_stack(gravity, Lv)
     for smp in range(qhat.shape[0]):
@@ -263,78 +347,19 @@ def jacobian_kernel(parent, subtree_end, joint_type, axis, placement_R, placemen
         relative_cmtm_inverse(joint_type, axis, A0inv, q, Xup)
         if tangents:
             tangent_sweep(parent, S, Xup, Gx)
-        # --- Lemma 1: joint tangent and joint velocity; Lemma 2: link tangent ---
-        for i in range(n):
-            G1[:] = 0.0
-            G1[0, 0] = S[i]
-            if wanted[JOINT_TANGENT]:
-                write_raw_blocks(G1[:1], coef, 6 * i, i, outputs[JOINT_TANGENT][smp])
-            if wanted[JOINT_VELOCITY]:
-                G1[1, 0] = G1[0, 0]
-                G1[0, 0] = 0.0
-                write_raw_blocks(G1, coef, 6 * i, i, outputs[JOINT_VELOCITY][smp])
-            if wanted[LINK_TANGENT]:
-                j = i
-                while j >= 0:
-                    write_raw_blocks(Gx[i, j:j + 1, :k1], coef, 6 * i, j,
-                                     outputs[LINK_TANGENT][smp])
-                    j = parent[j]
-        if kinematic or joint_dyn:
-            momentum_state(parent, S, I, Xup, q, root[0],
-                           state[0, 0], state[0, 1], state[0, 2])
+        if any_of(wanted, JOINT_VELOCITY, LINK_TANGENT):
+            tangent_rows(parent, S, Gx, coef, wanted, outputs, smp)
+        if kinematic or world:
+            momentum_state(parent, S, I, Xup, q, root[0], state[0, 0], state[0, 1], state[0, 2])
         if world:
             link_cmtm_pass(parent, Xup, state[0, 0], Xinv_L, X_L)
-        # --- Lemmas 2-4 on the gravity-free pass: velocities and momenta ---
         if kinematic:
-            nu, h_L, h_J = state[0, 0], state[0, 1], state[0, 2]
-            link_sweep(parent, I, Xinv_L, nu, h_L, Gx, world, V, H, W)
-            for i in range(n):
-                j = i
-                while j >= 0:
-                    if wanted[LINK_VELOCITY]:
-                        write_raw_blocks(V[i, j], coef, 6 * i, j, outputs[LINK_VELOCITY][smp])
-                    if wanted[LINK_MOMENTUM]:
-                        write_raw_blocks(H[i, j], coef, 6 * i, j, outputs[LINK_MOMENTUM][smp])
-                    if wanted[LINK_MOMENTUM_WORLD]:
-                        write_raw_blocks(W[i, j], coef, 6 * i, j,
-                                         outputs[LINK_MOMENTUM_WORLD][smp])
-                    j = parent[j]
-            if joint_kin:
-                subtree_sum_sweep(parent, W, WJ)
-                for i in range(n):
-                    for j in supporting_joints(parent, subtree_end, i):
-                        ancestor = j <= i
-                        src = WJ[i, j] if ancestor else WJ[j, j]
-                        if wanted[JOINT_MOMENTUM_WORLD]:
-                            write_raw_blocks(src, coef, 6 * i, j,
-                                             outputs[JOINT_MOMENTUM_WORLD][smp])
-                        if wanted[JOINT_MOMENTUM]:
-                            local_momentum_rule(X_L[i], h_J[i], Gx[i, j], src, ancestor, HJ)
-                            write_raw_blocks(HJ, coef, 6 * i, j, outputs[JOINT_MOMENTUM][smp])
-        # --- Lemmas 2-5 on the gravity pass: link and joint forces ---
-        if dynamic:
-            momentum_state(parent, S, I, Xup, q, root[1],
-                           state[1, 0], state[1, 1], state[1, 2])
-            nu, h_L, h_J = state[1, 0], state[1, 1], state[1, 2]
-            # Lemma 4's world frame may be any fixed frame: the gravity root CMTM is
-            # constant in q and cancels in X^{*-1} (sum X^* ...), so the base at rest serves.
-            link_sweep(parent, I, Xinv_L, nu, h_L, Gx, joint_dyn, V, H, W)
-            if wanted[LINK_FORCE]:
-                for i in range(n):
-                    j = i
-                    while j >= 0:
-                        force_rule(nu[i], h_L[i], H[i, j], V[i, j], True, F)
-                        write_raw_blocks(F, coef, 6 * i, j, outputs[LINK_FORCE][smp])
-                        j = parent[j]
-            if joint_dyn:
-                subtree_sum_sweep(parent, W, WJ)
-                for i in range(n):
-                    for j in supporting_joints(parent, subtree_end, i):
-                        ancestor = j <= i
-                        src = WJ[i, j] if ancestor else WJ[j, j]
-                        local_momentum_rule(X_L[i], h_J[i], Gx[i, j], src, ancestor, HJ)
-                        force_rule(nu[i], h_J[i], HJ, V[i, j], ancestor, F)
-                        write_raw_blocks(F, coef, 6 * i, j, outputs[JOINT_FORCE][smp])
+            momentum_rows(parent, subtree_end, I, Xinv_L, X_L, state[0], Gx, coef, wanted,
+                          world, pairs, outputs, smp)
+        if forces:
+            momentum_state(parent, S, I, Xup, q, root[1], state[1, 0], state[1, 1], state[1, 2])
+            force_rows(parent, subtree_end, I, Xinv_L, X_L, state[1], Gx, coef, wanted, pairs,
+                       outputs, smp)
         # --- Lemma 6 in world coordinates: joint torques (cmtm.torque_jacobian) ---
         if wanted[JOINT_TORQUE]:
             torque_jacobian_sample(parent, subtree_end, S, I, Xup, q, root[1], coef, torque_ws,
