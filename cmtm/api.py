@@ -61,14 +61,22 @@ def check_order(order):
 
 
 def as_float_array(name, value):
-    """``value`` as a float64 array; integers are accepted, other dtypes rejected."""
+    """``value`` as a C-contiguous float64 array of the same shape; integers are accepted,
+    other dtypes (bool, complex, object, strings) rejected; NaN and inf rejected."""
     array = np.asarray(value)
     if array.dtype.kind not in "iuf":
         raise ValueError(f"{name}: expected a real float array, got dtype {array.dtype}")
-    array = np.ascontiguousarray(array, dtype=np.float64)
+    array = np.asarray(array, dtype=np.float64, order="C")
     if not np.all(np.isfinite(array)):
         raise ValueError(f"{name}: expected finite values, got NaN or inf")
     return array
+
+
+def check_flag(name, value):
+    """Raise ValueError unless ``value`` is a bool."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name}: expected True or False, got {value!r}")
+    return bool(value)
 
 
 def check_stack(model, q_stack, n_orders):
@@ -87,10 +95,19 @@ def check_stack(model, q_stack, n_orders):
     return np.ascontiguousarray(stack), single
 
 
+def raw_result(name, taylor, axis=1):
+    """Convert a kernel's Taylor-scaled result to raw derivatives; raise ValueError instead
+    of returning a non-finite result (overflow on extreme inputs or very high orders)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        raw = raw_from_taylor(taylor, axis=axis)
+    return check_finite(name, raw)
+
+
 def check_finite(name, array):
-    """Raise instead of returning a non-finite result (overflow on extreme inputs)."""
+    """Raise ValueError instead of returning a non-finite result."""
     if not np.all(np.isfinite(array)):
-        raise FloatingPointError(f"{name}: the result is not finite (overflow); inputs too large")
+        raise ValueError(f"{name}: expected a finite result, got overflow (inputs or order "
+                         f"too large for float64)")
     return array
 
 
@@ -115,6 +132,8 @@ def motion(model, q_stack, order=0, *, dynamics=True, world=True):
     """
     check_model(model)
     k = check_order(order)
+    dynamics = check_flag("dynamics", dynamics)
+    world = check_flag("world", world)
     stack, single = check_stack(model, q_stack, k + 3 if dynamics else k + 2)
     qhat = taylor_from_raw(stack)
     n_samples, nv = stack.shape[0], stack.shape[2]
@@ -131,7 +150,7 @@ def motion(model, q_stack, order=0, *, dynamics=True, world=True):
     def finish(name, array, wanted):
         if not wanted:
             return None
-        array = check_finite(name, raw_from_taylor(array, axis=1))
+        array = raw_result(name, array)
         return array[0] if single else array
 
     return Motion(order=k, v_L=finish("v_L", kin[0], True), h_L=finish("h_L", kin[1], True),
@@ -155,7 +174,7 @@ def inverse_dynamics(model, q_stack, order=0):
     motion_kernel(*model_arrays(model), model.spatial_inertia, np.asarray(model.gravity),
                   taylor_from_raw(stack), False, False, True,
                   none, none, none, none, none, none, none, tau)
-    tau = check_finite("tau", raw_from_taylor(tau, axis=1))
+    tau = raw_result("tau", tau)
     return tau[0] if single else tau
 
 
@@ -196,7 +215,7 @@ def link_transform_derivatives(model, q_stack, order=0):
     stack, single = check_stack(model, q_stack, k + 1)
     X_L = np.empty((stack.shape[0], stack.shape[2], k + 1, 6, 6))
     link_cmtm_kernel(*model_arrays(model), taylor_from_raw(stack), X_L)
-    A = check_finite("A_L", raw_from_taylor(X_L.transpose(0, 2, 1, 3, 4), axis=1))
+    A = raw_result("A_L", X_L.transpose(0, 2, 1, 3, 4))
     return A[0] if single else A
 
 

@@ -1,0 +1,272 @@
+"""Input validation at the public boundary of cmtm (DESIGN.md "Errors", STYLE.md 6).
+
+Every public function rejects wrong shapes, too few derivative orders, non-finite values,
+non-real dtypes, bad orders and non-models with a ValueError whose message says what was
+expected and what came; accepted inputs: a single instant (the sample axis is dropped),
+integer arrays, Python lists.
+"""
+import re
+
+import numpy as np
+import pytest
+from conftest import random_stack
+
+import cmtm
+import cmtm.api
+import kinematic_trees as kt
+
+NV = 3
+K_ORDER = 1
+
+
+@pytest.fixture(scope="module")
+def model():
+    return kt.compile_tree(kt.serial_chain(NV))
+
+
+def jacobians_of(quantity):
+    """cmtm.jacobians with one quantity, returning its array."""
+    return lambda m, q, order=0: cmtm.jacobians(m, q, [quantity], order=order)[quantity]
+
+
+# name -> (call(model, x, order), number of raw input orders needed at order k)
+STACK_FUNCTIONS = {
+    "motion": (lambda m, q, order=0: cmtm.motion(m, q, order=order).tau, lambda k: k + 3),
+    "motion_kinematics": (lambda m, q, order=0: cmtm.motion(m, q, order=order,
+                                                            dynamics=False).v_L,
+                          lambda k: k + 2),
+    "inverse_dynamics": (lambda m, q, order=0: cmtm.inverse_dynamics(m, q, order=order),
+                         lambda k: k + 3),
+    "link_transform_derivatives": (
+        lambda m, q, order=0: cmtm.link_transform_derivatives(m, q, order=order),
+        lambda k: k + 1),
+    "jacobian_joint_torque": (
+        lambda m, q, order=0: cmtm.jacobian(m, q, "joint_torque", order=order),
+        lambda k: k + 3),
+    "jacobian_link_velocity": (
+        lambda m, q, order=0: cmtm.jacobian(m, q, "link_velocity", order=order),
+        lambda k: k + 2),
+    "jacobian_joint_tangent": (
+        lambda m, q, order=0: cmtm.jacobian(m, q, "joint_tangent", order=order),
+        lambda k: k + 1),
+    "jacobians_link_force": (jacobians_of("link_force"), lambda k: k + 3),
+}
+POSITION_FUNCTIONS = {
+    "link_poses": lambda m, q: cmtm.link_poses(m, q),
+    "mass_matrix": lambda m, q: cmtm.mass_matrix(m, q),
+}
+ALL_FUNCTIONS = {**{name: call for name, (call, _) in STACK_FUNCTIONS.items()},
+                 **{name: (lambda call: lambda m, q, order=0: call(m, q))(call)
+                    for name, call in POSITION_FUNCTIONS.items()}}
+
+
+def good_input(name, model, n_samples=2):
+    """A valid input of function ``name``: a stack (n_samples, K, nv) or positions
+    (n_samples, nv)."""
+    if name in POSITION_FUNCTIONS:
+        return random_stack(model, 1, n_samples=n_samples, seed=1)[:, 0]
+    return random_stack(model, STACK_FUNCTIONS[name][1](K_ORDER), n_samples=n_samples, seed=1)
+
+
+def raises_expected_got(match=None):
+    """pytest.raises(ValueError) whose message has 'expected' ... 'got' (and ``match``)."""
+    return pytest.raises(ValueError, match=match or r"expected .*got")
+
+
+# --- shapes ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", list(STACK_FUNCTIONS))
+@pytest.mark.parametrize("shape", [(2, 4, NV + 1), (4, NV - 1), (4 * NV,), (1, 2, 4, NV), ()],
+                         ids=["wrong-nv", "wrong-nv-single", "flat", "4d", "scalar"])
+def test_stack_functions_reject_wrong_shapes(model, name, shape):
+    call = STACK_FUNCTIONS[name][0]
+    with raises_expected_got(r"q_stack: expected shape .* got .*nv=3"):
+        call(model, np.zeros(shape), K_ORDER)
+
+
+@pytest.mark.parametrize("name", list(POSITION_FUNCTIONS))
+@pytest.mark.parametrize("shape", [(NV + 1,), (2, NV - 1), (2, 2, NV)],
+                         ids=["wrong-nv", "wrong-nv-batch", "3d"])
+def test_position_functions_reject_wrong_shapes(model, name, shape):
+    with raises_expected_got(r"q: expected shape .* got \(" + ", ".join(map(str, shape))):
+        POSITION_FUNCTIONS[name](model, np.zeros(shape))
+
+
+@pytest.mark.parametrize("name", list(POSITION_FUNCTIONS))
+def test_position_functions_reject_a_scalar(model, name):
+    with raises_expected_got(r"q: expected shape"):
+        POSITION_FUNCTIONS[name](model, 0.5)
+
+
+@pytest.mark.parametrize("name", list(STACK_FUNCTIONS))
+@pytest.mark.parametrize("k", [0, 1, 3])
+def test_too_few_orders_say_how_many_are_needed(model, name, k):
+    call, needed = STACK_FUNCTIONS[name]
+    q = random_stack(model, needed(k) - 1, n_samples=2)
+    message = rf"expected at least {needed(k)} derivative orders .*got {needed(k) - 1}"
+    with raises_expected_got(message):
+        call(model, q, k)
+    with raises_expected_got(message):
+        call(model, q[0], k)
+    assert np.all(np.isfinite(call(model, random_stack(model, needed(k), n_samples=2), k)))
+
+
+def test_motion_needs_one_order_less_without_dynamics(model):
+    q = random_stack(model, 3, n_samples=2)
+    assert cmtm.motion(model, q, order=1, dynamics=False).tau is None
+    with raises_expected_got(r"at least 4 derivative orders"):
+        cmtm.motion(model, q, order=1)
+
+
+# --- values and dtypes -------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", list(ALL_FUNCTIONS))
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_values_are_rejected(model, name, bad):
+    x = good_input(name, model)
+    x[1, ..., -1] = bad
+    with raises_expected_got(r"expected finite values, got NaN or inf"):
+        ALL_FUNCTIONS[name](model, x, K_ORDER)
+
+
+@pytest.mark.parametrize("name", list(ALL_FUNCTIONS))
+@pytest.mark.parametrize("dtype", [np.complex128, object, str, np.bool_])
+def test_non_real_dtypes_are_rejected(model, name, dtype):
+    x = good_input(name, model).astype(dtype)
+    with raises_expected_got(r"expected a real float array, got dtype"):
+        ALL_FUNCTIONS[name](model, x, K_ORDER)
+
+
+@pytest.mark.parametrize("name", list(ALL_FUNCTIONS))
+def test_integer_and_list_inputs_are_accepted(model, name):
+    x = np.rint(3 * good_input(name, model))
+    expected = ALL_FUNCTIONS[name](model, x, K_ORDER)
+    for converted in (x.astype(np.int64), x.astype(np.int32), x.tolist()):
+        np.testing.assert_array_equal(ALL_FUNCTIONS[name](model, converted, K_ORDER), expected)
+
+
+@pytest.mark.parametrize("name", list(ALL_FUNCTIONS))
+def test_single_instant_drops_the_sample_axis(model, name):
+    x = good_input(name, model)
+    batch = ALL_FUNCTIONS[name](model, x, K_ORDER)
+    for s in range(2):
+        single = ALL_FUNCTIONS[name](model, x[s], K_ORDER)
+        assert single.shape == batch.shape[1:]
+        np.testing.assert_array_equal(single, batch[s])
+
+
+def test_motion_single_instant_drops_the_sample_axis_of_every_field(model):
+    q = random_stack(model, 5, n_samples=2)
+    batch, single = cmtm.motion(model, q, order=2), cmtm.motion(model, q[1], order=2)
+    for field in ("v_L", "h_L", "w_h_L", "h_J", "w_h_J", "f_L", "f_J", "tau"):
+        np.testing.assert_array_equal(getattr(single, field), getattr(batch, field)[1])
+    assert single.v_L.shape == (3, NV, 6) and single.tau.shape == (3, NV)
+
+
+def test_output_shapes(model):
+    q = random_stack(model, 6, n_samples=4)
+    mo = cmtm.motion(model, q, order=3)
+    assert mo.order == 3 and mo.v_L.shape == (4, 4, NV, 6) and mo.tau.shape == (4, 4, NV)
+    assert cmtm.link_transform_derivatives(model, q, order=2).shape == (4, 3, NV, 6, 6)
+    assert cmtm.link_poses(model, q[:, 0]).shape == (4, NV, 4, 4)
+    assert cmtm.mass_matrix(model, q[:, 0]).shape == (4, NV, NV)
+    assert cmtm.jacobian(model, q, "joint_torque", order=2).shape == (4, 3, NV, 5, NV)
+    assert cmtm.jacobian(model, q, "link_velocity", order=2).shape == (4, 3, 6 * NV, 4, NV)
+    without_world = cmtm.motion(model, q, order=1, world=False)
+    assert without_world.w_h_L is None and without_world.w_h_J is None
+
+
+# --- orders ------------------------------------------------------------------------------
+
+ORDER_FUNCTIONS = [name for name in STACK_FUNCTIONS]
+
+
+@pytest.mark.parametrize("name", ORDER_FUNCTIONS)
+@pytest.mark.parametrize("order", [-1, 1.5, 1.0, "1", None, True, np.float64(2.0)],
+                         ids=["negative", "fraction", "float-integral", "string", "none",
+                              "bool", "numpy-float"])
+def test_bad_orders_are_rejected(model, name, order):
+    q = random_stack(model, 8, n_samples=2)
+    with raises_expected_got(r"order: expected a non-negative integer, got"):
+        STACK_FUNCTIONS[name][0](model, q, order)
+
+
+@pytest.mark.parametrize("name", ORDER_FUNCTIONS)
+def test_numpy_integer_order_is_accepted(model, name):
+    q = random_stack(model, 8, n_samples=2)
+    call = STACK_FUNCTIONS[name][0]
+    np.testing.assert_array_equal(call(model, q, np.int64(2)), call(model, q, 2))
+
+
+def test_jacobian_input_orders(model):
+    assert cmtm.jacobian_input_orders("joint_torque", 2) == 5
+    assert cmtm.jacobian_input_orders("link_momentum", 2) == 4
+    assert cmtm.jacobian_input_orders("joint_tangent", 2) == 3
+    with raises_expected_got(r"order: expected a non-negative integer, got -1"):
+        cmtm.jacobian_input_orders("joint_torque", -1)
+    with raises_expected_got(r"quantity: expected one of .*got 'torque'"):
+        cmtm.jacobian_input_orders("torque", 1)
+
+
+# --- models and quantity names -----------------------------------------------------------
+
+@pytest.mark.parametrize("name", list(ALL_FUNCTIONS))
+@pytest.mark.parametrize("bad_model", [None, {"parent": [-1]}, "serial_chain", "tree"],
+                         ids=["none", "dict", "string", "uncompiled-tree"])
+def test_non_models_are_rejected(model, name, bad_model):
+    if bad_model == "tree":
+        bad_model = kt.serial_chain(NV)
+        got = "KinematicTree"
+    else:
+        got = type(bad_model).__name__
+    with raises_expected_got(rf"model: expected a CompiledTree.*got {got}"):
+        ALL_FUNCTIONS[name](bad_model, good_input(name, model), K_ORDER)
+
+
+@pytest.mark.parametrize("quantities", ["torque", ["joint_torque", "speed"]])
+def test_unknown_quantity_names_are_rejected(model, quantities):
+    q = random_stack(model, 4, n_samples=2)
+    with raises_expected_got(r"quantity: expected one of joint_velocity, .*got '(torque|speed)'"):
+        cmtm.jacobians(model, q, quantities, order=1)
+    if isinstance(quantities, str):
+        with raises_expected_got(r"quantity: expected one of"):
+            cmtm.jacobian(model, q, quantities, order=1)
+
+
+def test_empty_quantity_list_is_rejected(model):
+    with raises_expected_got(r"quantities: expected at least one quantity name, got none"):
+        cmtm.jacobians(model, random_stack(model, 4), [], order=1)
+
+
+def test_public_name_cmtm_jacobians_is_the_function():
+    """cmtm.jacobians is the API function, not a submodule of the same name shadowing it
+    once imported (DESIGN.md public API)."""
+    assert cmtm.jacobians is cmtm.api.jacobians
+
+
+def test_errors_name_the_input_and_the_model_size(model):
+    """The STYLE.md example: 'q_stack: expected shape (n_samples, 5, 7), got ...; nv=7'."""
+    with pytest.raises(ValueError) as info:
+        cmtm.motion(model, np.zeros((2, 5, NV + 2)), order=2)
+    message = str(info.value)
+    assert message.startswith("q_stack:")
+    assert re.search(r"got \(2, 5, 5\)", message) and "nv=3" in message
+
+
+def test_scalar_input_reports_its_true_shape(chain3):
+    with pytest.raises(ValueError, match=r"got \(\)"):
+        cmtm.motion(chain3, 1.0)
+
+
+def test_overflow_is_a_value_error_not_a_warning_or_nan():
+    """1e15 rad/s^r at order 20: the raw result overflows float64; the API must say so."""
+    model = kt.compile_tree(kt.serial_chain(3))
+    with pytest.raises(ValueError, match="expected a finite result"):
+        cmtm.motion(model, np.full((23, 3), 1e15), order=20)
+
+
+@pytest.mark.parametrize("flag", ["dynamics", "world"])
+@pytest.mark.parametrize("value", ["yes", 1, None])
+def test_motion_flags_must_be_booleans(chain3, flag, value):
+    with pytest.raises(ValueError, match=f"{flag}: expected True or False"):
+        cmtm.motion(chain3, np.zeros((4, 3)), order=0, **{flag: value})
