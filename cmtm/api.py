@@ -10,11 +10,12 @@ import numpy as np
 
 from cmtm.comprehensive import (link_cmtm_kernel, link_poses_kernel, mass_matrix_kernel,
                                 motion_kernel)
+from cmtm.rnea import rnea_kernel
 from cmtm.structured_jacobians import INPUT_OFFSET, QUANTITIES, jacobian_kernel
 from cmtm.taylor import raw_from_taylor, taylor_from_raw
 
-_MODEL_FIELDS = ("parent", "joint_type", "axis", "placement_R", "placement_p",
-                 "spatial_inertia", "gravity")
+_MODEL_FIELDS = ("parent", "subtree_end", "joint_type", "axis", "placement_R", "placement_p",
+                 "mass", "com", "spatial_inertia", "gravity")
 
 
 @dataclass(frozen=True)
@@ -164,17 +165,27 @@ def inverse_dynamics(model, q_stack, order=0):
     """Joint torque stacks tau, tau', ..., tau^(k) with gravity: (n_samples, k+1, nv) raw.
 
     The fast path of :func:`motion` when only torques are wanted; q_stack needs k+3 orders.
+    Order 0 runs the classic recursive Newton-Euler kernel (``cmtm.rnea``), higher orders
+    the comprehensive passes.
     """
     check_model(model)
     k = check_order(order)
     stack, single = check_stack(model, q_stack, k + 3)
     n_samples, nv = stack.shape[0], stack.shape[2]
-    tau = np.empty((n_samples, k + 1, nv))
-    none = np.empty((0, 0, 0, 6))
-    motion_kernel(*model_arrays(model), model.spatial_inertia, np.asarray(model.gravity),
-                  taylor_from_raw(stack), False, False, True,
-                  none, none, none, none, none, none, none, tau)
-    tau = raw_result("tau", tau)
+    if k == 0:
+        tau = np.empty((n_samples, nv))
+        rnea_kernel(*model_arrays(model), model.spatial_inertia, model.mass, model.com,
+                    np.asarray(model.gravity),
+                    np.ascontiguousarray(stack[:, 0]), np.ascontiguousarray(stack[:, 1]),
+                    np.ascontiguousarray(stack[:, 2]), tau)
+        tau = check_finite("tau", tau)[:, None, :]
+    else:
+        tau = np.empty((n_samples, k + 1, nv))
+        none = np.empty((0, 0, 0, 6))
+        motion_kernel(*model_arrays(model), model.spatial_inertia, np.asarray(model.gravity),
+                      taylor_from_raw(stack), False, False, True,
+                      none, none, none, none, none, none, none, tau)
+        tau = raw_result("tau", tau)
     return tau[0] if single else tau
 
 

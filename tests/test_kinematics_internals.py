@@ -47,3 +47,14 @@ def test_torque_jacobian_equals_screw_projection_of_joint_force_jacobian(tree12)
     scale = np.abs(J["joint_torque"]).max()
     # two different roundings of the same sums: agreement at a few ulps of the scale
     np.testing.assert_allclose(J["joint_torque"], projected, rtol=0, atol=1e-12 * scale)
+
+
+def test_classic_rnea_equals_the_comprehensive_engine_at_order_zero(tree12, panda):
+    """inverse_dynamics(order=0) runs cmtm.rnea; motion() runs the 6x6 CMTM passes."""
+    for model in (tree12, panda):
+        q = random_stack(model, 3, n_samples=4, seed=5, scale=2.0)
+        fast = cmtm.inverse_dynamics(model, q, order=0)
+        comprehensive = cmtm.motion(model, q, order=0).tau
+        # same sums in a different order: agreement to a few ulps of the torque scale
+        np.testing.assert_allclose(fast, comprehensive, rtol=0,
+                                   atol=1e-13 * np.abs(comprehensive).max())

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNELS = {"spatial", "taylor", "cmtm_matrix", "kinematics", "dynamics", "comprehensive",
+KERNELS = {"spatial", "taylor", "cmtm_matrix", "kinematics", "dynamics", "comprehensive", "rnea",
            "structured_jacobians", "torque_jacobian", "_jit"}
 KERNEL_ALLOWED = {"numpy", "numba", "math", "cmtm", "__future__"}
 
