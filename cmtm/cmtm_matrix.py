@@ -34,10 +34,14 @@ def cmtm_blocks(A, nu, out):
 
     A: (6, 6) motion transform; nu: (>=K, 6) Taylor-scaled body velocity; out: (K+1, 6, 6).
     """
-    K = out.shape[0] - 1
-    crosses = velocity_crosses(nu, K)
+    cmtm_blocks_from_crosses(A, velocity_crosses(nu, out.shape[0] - 1), out)
+
+
+@jit
+def cmtm_blocks_from_crosses(A, crosses, out):
+    """``cmtm_blocks`` with the [nu_m x] given as a (>=K, 6, 6) block list."""
     out[0] = A
-    for l in range(K):
+    for l in range(out.shape[0] - 1):
         out[l + 1] = 0.0
         for m in range(l + 1):
             motion_block_mul_add(out[l - m], crosses[m], 1.0 / (l + 1), out[l + 1])
@@ -46,10 +50,14 @@ def cmtm_blocks(A, nu, out):
 @jit
 def cmtm_inverse_blocks(Ainv, nu, out):
     """Inverse CMTM blocks (§2.2): X-_0 = A^{-1}, X-_{l+1} = -1/(l+1) sum_m [nu_m x] X-_{l-m}."""
-    K = out.shape[0] - 1
-    crosses = velocity_crosses(nu, K)
+    cmtm_inverse_blocks_from_crosses(Ainv, velocity_crosses(nu, out.shape[0] - 1), out)
+
+
+@jit
+def cmtm_inverse_blocks_from_crosses(Ainv, crosses, out):
+    """``cmtm_inverse_blocks`` with the [nu_m x] given as a (>=K, 6, 6) block list."""
     out[0] = Ainv
-    for l in range(K):
+    for l in range(out.shape[0] - 1):
         out[l + 1] = 0.0
         for m in range(l + 1):
             motion_block_mul_add(crosses[m], out[l - m], -1.0 / (l + 1), out[l + 1])

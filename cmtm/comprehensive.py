@@ -14,7 +14,7 @@ from cmtm.dynamics import (force_from_momentum, joint_momentum_pass, joint_torqu
                            link_momentum, world_momentum)
 from cmtm.kinematics import (joint_geometry, link_cmtm_inverse_pass, link_cmtm_pass,
                              relative_cmtm_inverse, root_velocity_stack, velocity_pass)
-from cmtm.spatial import congruence_add, dot6, joint_motion, matTvec6, matvec6
+from cmtm.spatial import dot6, joint_motion, matmul6, matTmul6, matTvec6, matvec6
 
 
 @jit
@@ -133,7 +133,9 @@ def mass_matrix_kernel(parent, joint_type, axis, placement_R, placement_p, I, q,
         Ic[:] = I
         for c in range(n - 1, -1, -1):
             if parent[c] >= 0:
-                congruence_add(Xup[c, 0], Ic[c], Xup[c, 0], tmp, Ic[parent[c]])
+                tmp[:] = 0.0
+                matmul6(Ic[c], Xup[c, 0], tmp)
+                matTmul6(Xup[c, 0], tmp, Ic[parent[c]])
         M[s] = 0.0
         for i in range(n):
             F[:] = 0.0

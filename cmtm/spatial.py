@@ -159,6 +159,17 @@ def matmul6(A, B, out):
 
 
 @jit
+def matTmul6(A, B, out):
+    """out += A^T @ B for 6x6 blocks (accumulates)."""
+    for r in range(6):
+        for c in range(6):
+            acc = 0.0
+            for m in range(6):
+                acc += A[m, r] * B[m, c]
+            out[r, c] += acc
+
+
+@jit
 def matvec6(A, x, out):
     """out += A @ x for a 6x6 block and a 6-vector (accumulates)."""
     for r in range(6):
@@ -175,23 +186,6 @@ def dot6(a, b):
     for c in range(6):
         acc += a[c] * b[c]
     return acc
-
-
-@jit
-def congruence_add(Xa, I, Xb, tmp, out):
-    """out += Xa^T I Xb for 6x6 blocks (tmp: a 6x6 work array)."""
-    for r in range(6):
-        for c in range(6):
-            acc = 0.0
-            for t in range(6):
-                acc += I[r, t] * Xb[t, c]
-            tmp[r, c] = acc
-    for r in range(6):
-        for c in range(6):
-            acc = 0.0
-            for t in range(6):
-                acc += Xa[t, r] * tmp[t, c]
-            out[r, c] += acc
 
 
 @jit

@@ -36,10 +36,11 @@ L = k + 2 coefficients for a torque Jacobian of order k.
 import numpy as np
 
 from cmtm._jit import jit
-from cmtm.cmtm_matrix import cmtm_blocks, cmtm_inverse_blocks
+from cmtm.cmtm_matrix import cmtm_blocks_from_crosses, cmtm_inverse_blocks_from_crosses
 from cmtm.dynamics import joint_momentum_pass, link_momentum
 from cmtm.kinematics import velocity_pass
-from cmtm.spatial import congruence_add, motion_block_mul, motion_transform_inverse_into
+from cmtm.spatial import (matmul6, matTmul6, motion_block_mul, motion_cross_into,
+                          motion_transform_inverse_into)
 from cmtm.taylor import (conv_block_vec, conv_blockT_vec, derivative_stack, force_cross_conv,
                          motion_cross_conv, write_raw_blocks)
 
@@ -56,11 +57,18 @@ def dot_conv(a, b, scale, out):
 
 
 @jit
-def world_inertia_add(Xinv, I, tmp, out):
-    """out[m] += sum_{a+b=m} (X-_a)^T I X-_b: the jets of I~ = A^{-T} I A^{-1} (§2.3)."""
-    for m in range(out.shape[0]):
+def world_inertia_add(Xinv, I, IX, out):
+    """out[m] += sum_{a+b=m} (X-_a)^T I X-_b: the jets of I~ = A^{-T} I A^{-1} (§2.3).
+
+    IX: (L, 6, 6) work array for the products I X-_b.
+    """
+    L = out.shape[0]
+    for b in range(L):
+        IX[b] = 0.0
+        matmul6(I, Xinv[b], IX[b])
+    for m in range(L):
         for a in range(m + 1):
-            congruence_add(Xinv[a], I, Xinv[m - a], tmp, out[m])
+            matTmul6(Xinv[a], IX[m - a], out[m])
 
 
 @jit
@@ -75,7 +83,8 @@ def world_state(parent, S, I, Xup, q, root_nu, nu, h_L, h_J, X, Xinv, s, v_w, hJ
     joint_momentum_pass(parent, Xup, h_L, h_J)
     pose_inv = np.empty((n, 6, 6))
     pose = np.empty((6, 6))
-    tmp = np.empty((6, 6))
+    crosses = np.empty((L, 6, 6))
+    IX = np.empty((L, 6, 6))
     Ic[:] = 0.0
     for i in range(n):
         if parent[i] < 0:
@@ -83,8 +92,10 @@ def world_state(parent, S, I, Xup, q, root_nu, nu, h_L, h_J, X, Xinv, s, v_w, hJ
         else:
             motion_block_mul(Xup[i, 0], pose_inv[parent[i]], pose_inv[i])
         motion_transform_inverse_into(pose_inv[i], pose)
-        cmtm_blocks(pose, nu[i], X[i])
-        cmtm_inverse_blocks(pose_inv[i], nu[i], Xinv[i])
+        for m in range(L - 1):
+            motion_cross_into(nu[i, m], crosses[m])
+        cmtm_blocks_from_crosses(pose, crosses, X[i])
+        cmtm_inverse_blocks_from_crosses(pose_inv[i], crosses, Xinv[i])
         for m in range(L):
             for c in range(6):
                 acc = 0.0
@@ -95,7 +106,7 @@ def world_state(parent, S, I, Xup, q, root_nu, nu, h_L, h_J, X, Xinv, s, v_w, hJ
         conv_block_vec(X[i], nu[i], v_w[i])
         hJ_w[i] = 0.0
         conv_blockT_vec(Xinv[i], h_J[i], hJ_w[i])
-        world_inertia_add(Xinv[i], I[i], tmp, Ic[i])
+        world_inertia_add(Xinv[i], I[i], IX, Ic[i])
     for c in range(n - 1, -1, -1):
         if parent[c] >= 0:
             Ic[parent[c]] += Ic[c]
