@@ -170,13 +170,13 @@ def matTmul6(A, B, out):
 
 
 @jit
-def matvec6(A, x, out):
-    """out += A @ x for a 6x6 block and a 6-vector (accumulates)."""
+def matvec6(A, x, out, scale=1.0):
+    """out += scale * A @ x for a 6x6 block and a 6-vector (accumulates)."""
     for r in range(6):
         acc = 0.0
         for m in range(6):
             acc += A[r, m] * x[m]
-        out[r] += acc
+        out[r] += scale * acc
 
 
 @jit

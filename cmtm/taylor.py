@@ -86,14 +86,14 @@ def conv_blocks(A, B, out):
 
 
 @jit
-def conv_block_vec(A, x, out):
-    """out[l] += sum_{m<=l} A[l-m] @ x[m] for l < len(out): T(A) x as a convolution (J1).
+def conv_block_vec(A, x, out, scale=1.0):
+    """out[l] += scale * sum_{m<=l} A[l-m] @ x[m] for l < len(out): T(A) x (J1).
 
     A: (>=K, 6, 6) blocks; x: (>=K, 6); out: (K, 6).
     """
     for l in range(out.shape[0]):
         for m in range(l + 1):
-            matvec6(A[l - m], x[m], out[l])
+            matvec6(A[l - m], x[m], out[l], scale)
 
 
 @jit

@@ -13,10 +13,17 @@ j in P(i) (cmtm_math.md §6.4 with world-frame tangents)
 
 and for a strict descendant j of i the subtree momentum of i moves only through that of
 j: d h~_J_i = d h~_J_j. With the hat swaps s_i . [s_j x^*] h = -s_j . [s_i x^*] h and
-([s_j x] s_i) . f = s_j . [s_i x^*] f, every pair (i, j) reduces to dot products of a
-per-link jet with a per-joint jet ("dot convolutions"): no 6x6 product per pair. The
-first columns G_0, G_1, G_2 of §8 then follow from f~ = d/dt h~ (time derivative rule of
-``cmtm.structured_jacobians``).
+([s_j x] s_i) . f = s_j . [s_i x^*] f, and f~ = d/dt h~ (the time-derivative rule of
+``cmtm.structured_jacobians``), the first columns G_s of d tau_i / d q_j^(s) (§8) are
+jet products of a per-link and a per-joint jet; Leibniz' rule on the jets cancels the
+terms in d/dt [s_i x^*] h~_J_i against [s_i' x^*] h~ + [s_i x^*] f~, leaving
+
+    T_0 = -(s_j' . e_i + a_j . gamma_i + a_j' . b_i),
+    T_1 = s_j . (gamma_i - e_i) + (s_j' - a_j) . b_i,
+    T_2 = s_j . b_i                                          (j in P(i)),
+    T_s = s_i . (y0_j', b_j' + y0_j, b_j)[s]                 (j a strict descendant),
+
+products of jets taken as convolutions: no 6x6 product per pair.
 
 =================  ============  ============  ==========================================
 symbol             code          shape         meaning (all world frame, Taylor-scaled)
@@ -25,10 +32,10 @@ s_i                ``s``         (n, L, 6)     joint screws
 v~_i               ``v_w``       (n, L, 6)     link twists (with the fictitious base motion)
 h~_J_i             ``hJ_w``      (n, L, 6)     subtree momenta
 I~^C_i             ``Ic``        (n, L, 6, 6)  composite (subtree) spatial inertias
-b_i = I~^C_i s_i   ``b``         (n, L, 6)     c_i = I~^C_i s_i' (``c``)
-e_i, e'_i, g_i     ``e, ed, g``  (n, L, 6)     [s_i x^*] h~_J_i, [s_i' x^*] h~_J_i, [s_i x^*] f~_J_i
-a_j                ``a``         (n, L, 6)     [s_j x] v~_{p(j)}
-y0_j               ``y0``        (n, L, 6)     [s_j x^*] h~_J_j - I~^C_j a_j
+e_i                (row_i)                     [s_i x^*] h~_J_i
+b_i, gamma_i       (row_i)                     I~^C_i s_i, (d/dt I~^C_i) s_i
+a_j                (col_j)                     [s_j x] v~_{p(j)}
+y0_j               (desc_j)                    [s_j x^*] h~_J_j - I~^C_j a_j
 =================  ============  ============  ==========================================
 
 L = k + 2 coefficients for a torque Jacobian of order k.
@@ -43,17 +50,6 @@ from cmtm.spatial import (matmul6, matTmul6, motion_block_mul, motion_cross_into
                           motion_transform_inverse_into)
 from cmtm.taylor import (conv_block_vec, conv_blockT_vec, derivative_stack, force_cross_conv,
                          motion_cross_conv, write_raw_blocks)
-
-
-@jit
-def dot_conv(a, b, scale, out):
-    """out[m] += scale * sum_{p<=m} a_p . b_{m-p}: the jet of the scalar product a(t) . b(t)."""
-    for m in range(out.shape[0]):
-        acc = 0.0
-        for p in range(m + 1):
-            for c in range(6):
-                acc += a[p, c] * b[m - p, c]
-        out[m] += scale * acc
 
 
 @jit
@@ -113,106 +109,117 @@ def world_state(parent, S, I, Xup, q, root_nu, nu, h_L, h_J, X, Xinv, s, v_w, hJ
 
 
 @jit
-def per_link_jets(parent, s, v_w, hJ_w, Ic, root_nu, b, c, e, ed, g, a, y0):
-    """The per-link and per-joint jets of the module table (L coefficients; ed, g, c use one
-    fewer since they contain a time derivative)."""
+def per_link_jets(parent, s, v_w, hJ_w, Ic, root_nu, row_i, col_j, desc_j):
+    """Stacked per-link and per-joint jets of the pair formulas (L-1 coefficients).
+
+    With e_i = [s_i x^*] h~_J_i, b_i = I~^C_i s_i, gamma_i = (d/dt I~^C_i) s_i and
+    a_j = [s_j x] v~_{p(j)}:
+      row_i  = ([e_i, gamma_i, b_i], [gamma_i - e_i, b_i], b_i)   (18, 12, 6 wide)
+      col_j  = ([s_j', a_j, a_j'], [s_j, s_j' - a_j], s_j)
+      desc_j = (y0_j', b_j' + y0_j, b_j), y0_j = e_j - I~^C_j a_j
+    so that, for j in P(i), T_0 = -row0 . col0, T_1 = row1 . col1, T_2 = row2 . col2 (as
+    jet products), and for a strict descendant j, T_s = s_i . desc_j[s].
+    """
     n, L = s.shape[0], s.shape[1]
-    ds = np.zeros((L - 1, 6))
-    dh = np.zeros((L - 1, 6))
-    Ic_a = np.zeros((L, 6))
+    K = L - 1
+    e = np.zeros((L, 6))
+    b = np.zeros((L, 6))
+    a = np.zeros((L, 6))
+    gamma = np.zeros((K, 6))
+    dIc = np.empty((K, 6, 6))
+    y0 = np.zeros((L, 6))
     for i in range(n):
-        derivative_stack(s[i], ds)
-        derivative_stack(hJ_w[i], dh)
-        b[i] = 0.0
-        conv_block_vec(Ic[i], s[i], b[i])
-        c[i] = 0.0
-        conv_block_vec(Ic[i], ds, c[i, :L - 1])
-        e[i] = 0.0
-        force_cross_conv(s[i], hJ_w[i], e[i])
-        ed[i] = 0.0
-        force_cross_conv(ds, hJ_w[i], ed[i, :L - 1])
-        g[i] = 0.0
-        force_cross_conv(s[i], dh, g[i, :L - 1])
-        a[i] = 0.0
-        if parent[i] < 0:
-            motion_cross_conv(s[i], root_nu, a[i])
-        else:
-            motion_cross_conv(s[i], v_w[parent[i]], a[i])
-        Ic_a[:] = 0.0
-        conv_block_vec(Ic[i], a[i], Ic_a)
-        y0[i] = e[i] - Ic_a
+        e[:] = 0.0
+        force_cross_conv(s[i], hJ_w[i], e)
+        b[:] = 0.0
+        conv_block_vec(Ic[i], s[i], b)
+        for m in range(K):
+            dIc[m] = (m + 1) * Ic[i, m + 1]
+        gamma[:] = 0.0
+        conv_block_vec(dIc, s[i], gamma)
+        a[:] = 0.0
+        motion_cross_conv(s[i], root_nu if parent[i] < 0 else v_w[parent[i]], a)
+        y0[:] = e
+        conv_block_vec(Ic[i], a, y0, -1.0)
+        for m in range(K):
+            for c in range(6):
+                row_i[i, m, c] = e[m, c]
+                row_i[i, m, 6 + c] = gamma[m, c]
+                row_i[i, m, 12 + c] = b[m, c]
+                row_i[i, m, 18 + c] = gamma[m, c] - e[m, c]
+                row_i[i, m, 24 + c] = b[m, c]
+                row_i[i, m, 30 + c] = b[m, c]
+                ds = (m + 1) * s[i, m + 1, c]
+                col_j[i, m, c] = ds
+                col_j[i, m, 6 + c] = a[m, c]
+                col_j[i, m, 12 + c] = (m + 1) * a[m + 1, c]
+                col_j[i, m, 18 + c] = s[i, m, c]
+                col_j[i, m, 24 + c] = ds - a[m, c]
+                col_j[i, m, 30 + c] = s[i, m, c]
+                desc_j[i, m, c] = (m + 1) * y0[m + 1, c]
+                desc_j[i, m, 6 + c] = (m + 1) * b[m + 1, c] + y0[m, c]
+                desc_j[i, m, 12 + c] = b[m, c]
 
 
 @jit
-def ancestor_pair(s_j, a_j, b_i, c_i, e_i, ed_i, g_i, P, R, work, T):
-    """First columns T[s] (s = 0, 1, 2) of d tau_i / d q_j^(s) for j in P(i):
-    P = s_i . Y_0 = -s_j.e_i - b_i.a_j, Q = s_i'. Y_0 = -s_j.e'_i - c_i.a_j,
-    R = s_i . Y_1 = b_i.s_j, U = s_i'. Y_1 = c_i.s_j, and with f~ = d/dt h~:
-    T_0 = P' - Q + s_j.g_i, T_1 = R' - U + P, T_2 = R."""
-    K = T.shape[1]
-    P[:] = 0.0
-    dot_conv(s_j, e_i, -1.0, P)
-    dot_conv(b_i, a_j, -1.0, P)
-    R[:] = 0.0
-    dot_conv(b_i, s_j, 1.0, R)
-    for m in range(K):
-        T[0, m, 0] = (m + 1) * P[m + 1]
-        T[1, m, 0] = (m + 1) * R[m + 1] + P[m]
-        T[2, m, 0] = R[m]
-    work[:] = 0.0
-    dot_conv(s_j, ed_i, 1.0, work)
-    dot_conv(c_i, a_j, 1.0, work)
-    dot_conv(s_j, g_i, 1.0, work)
-    for m in range(K):
-        T[0, m, 0] += work[m]
-    work[:] = 0.0
-    dot_conv(c_i, s_j, -1.0, work)
-    for m in range(K):
-        T[1, m, 0] += work[m]
+def stacked_dot_conv(u, v, first, last, scale, T):
+    """T[m] = scale * sum_{p<=m} u[p, first:last] . v[m-p, first:last] (a jet product)."""
+    for m in range(T.shape[0]):
+        acc = 0.0
+        for p in range(m + 1):
+            for c in range(first, last):
+                acc += u[p, c] * v[m - p, c]
+        T[m] = scale * acc
 
 
 @jit
-def descendant_pair(s_i, y0_j, b_j, dy0, z1, T):
-    """First columns for a strict descendant j of i: d h~_J_i = d h~_J_j, so with
-    Y_0 = y0_j, Y_1 = b_j: T_0 = s_i . Y_0', T_1 = s_i . (Y_1' + Y_0), T_2 = s_i . Y_1."""
-    K = T.shape[1]
-    derivative_stack(y0_j, dy0)
-    derivative_stack(b_j, z1)
-    z1 += y0_j[:K]
-    T[:] = 0.0
-    dot_conv(s_i, dy0, 1.0, T[0, :, 0])
-    dot_conv(s_i, z1, 1.0, T[1, :, 0])
-    dot_conv(s_i, b_j, 1.0, T[2, :, 0])
+def ancestor_pair(row_i, col_j, T):
+    """First columns of d tau_i / d q_j^(s), j in P(i): T_0 = -row0 . col0,
+    T_1 = row1 . col1, T_2 = row2 . col2 (see ``per_link_jets``)."""
+    stacked_dot_conv(row_i, col_j, 0, 18, -1.0, T[0, :, 0])
+    stacked_dot_conv(row_i, col_j, 18, 30, 1.0, T[1, :, 0])
+    stacked_dot_conv(row_i, col_j, 30, 36, 1.0, T[2, :, 0])
+
+
+@jit
+def descendant_pair(s_i, desc_j, T):
+    """First columns for a strict descendant j of i: d h~_J_i = d h~_J_j gives
+    T_0 = s_i . y0_j', T_1 = s_i . (b_j' + y0_j), T_2 = s_i . b_j."""
+    for t in range(3):
+        for m in range(T.shape[1]):
+            acc = 0.0
+            for p in range(m + 1):
+                for c in range(6):
+                    acc += s_i[p, c] * desc_j[m - p, 6 * t + c]
+            T[t, m, 0] = acc
 
 
 @jit
 def torque_workspace(n, L):
     """Work arrays of ``torque_jacobian_sample`` for n links and L coefficients."""
-    vectors = np.empty((13, n, L, 6))
+    vectors = np.empty((6, n, L, 6))
     matrices = np.empty((3, n, L, 6, 6))
-    scalars = np.empty((3, L))
-    scratch = np.empty((2, L - 1, 6))
+    stacked = (np.empty((n, L - 1, 36)), np.empty((n, L - 1, 36)), np.empty((n, L - 1, 18)))
     T = np.empty((3, L - 1, 1))
-    return vectors, matrices, scalars, scratch, T
+    return vectors, matrices, stacked, T
 
 
 @jit
 def torque_jacobian_sample(parent, subtree_end, S, I, Xup, q, root_nu, coef, workspace, out):
     """Raw blocks d tau^(l) / d q^(r) of one sample into out (k+1, n, k+3, n), visiting
     ancestors and descendants of every link (the supporting joints of joint dynamics)."""
-    vectors, matrices, scalars, scratch, T = workspace
-    nu, h_L, h_J, s, v_w, hJ_w, b, c, e, ed, g, a, y0 = vectors
+    vectors, matrices, stacked, T = workspace
+    nu, h_L, h_J, s, v_w, hJ_w = vectors
     X, Xinv, Ic = matrices
-    K = T.shape[1]
+    row_i, col_j, desc_j = stacked
     world_state(parent, S, I, Xup, q, root_nu, nu, h_L, h_J, X, Xinv, s, v_w, hJ_w, Ic)
-    per_link_jets(parent, s, v_w, hJ_w, Ic, root_nu, b, c, e, ed, g, a, y0)
+    per_link_jets(parent, s, v_w, hJ_w, Ic, root_nu, row_i, col_j, desc_j)
     for i in range(parent.shape[0]):
         j = i
         while j >= 0:
-            ancestor_pair(s[j], a[j], b[i], c[i], e[i], ed[i], g[i],
-                          scalars[0], scalars[1], scalars[2, :K], T)
+            ancestor_pair(row_i[i], col_j[j], T)
             write_raw_blocks(T, coef, i, j, out)
             j = parent[j]
         for j in range(i + 1, subtree_end[i]):
-            descendant_pair(s[i], y0[j], b[j], scratch[0], scratch[1], T)
+            descendant_pair(s[i], desc_j[j], T)
             write_raw_blocks(T, coef, i, j, out)
