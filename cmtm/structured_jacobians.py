@@ -169,16 +169,6 @@ def subtree_sum_sweep(parent, W, WJ):
 
 
 @jit
-def is_ancestor(parent, j, i):
-    """True when joint j lies on the path from the root to link i (j in P(i))."""
-    while i >= 0:
-        if i == j:
-            return True
-        i = parent[i]
-    return False
-
-
-@jit
 def supporting_joints(parent, subtree_end, i):
     """P(i) and C(i) of link i: its ancestors (with i) and its strict descendants."""
     count = 0
