@@ -14,7 +14,8 @@ from cmtm.dynamics import (force_from_momentum, joint_momentum_pass, joint_torqu
                            link_momentum, world_momentum)
 from cmtm.kinematics import (joint_geometry, link_cmtm_inverse_pass, link_cmtm_pass,
                              relative_cmtm_inverse, root_velocity_stack, velocity_pass)
-from cmtm.spatial import dot6, joint_motion, matmul6, matTmul6, matTvec6, matvec6
+from cmtm.rnea import link_pose_in_parent
+from cmtm.spatial import dot6, matmul6, matTmul6, matTvec6, matvec6
 
 
 @jit
@@ -99,18 +100,24 @@ def link_poses_kernel(parent, joint_type, axis, placement_R, placement_p, q, R_o
 
     q: (n_samples, n); R_out: (n_samples, n, 3, 3), p_out: (n_samples, n, 3).
     """
+    E = np.empty((3, 3))
+    R_rel = np.empty((3, 3))
+    p_rel = np.empty(3)
     for s in range(q.shape[0]):
         for i in range(parent.shape[0]):
-            RJ, pJ = joint_motion(joint_type[i], axis[i], q[s, i])
-            R_rel = placement_R[i] @ RJ
-            p_rel = placement_p[i] + placement_R[i] @ pJ
+            link_pose_in_parent(joint_type[i], axis[i], placement_R[i], placement_p[i],
+                                q[s, i], E, R_rel, p_rel)
             if parent[i] < 0:
                 R_out[s, i] = R_rel
                 p_out[s, i] = p_rel
-            else:
-                Rp = R_out[s, parent[i]]
-                R_out[s, i] = Rp @ R_rel
-                p_out[s, i] = p_out[s, parent[i]] + Rp @ p_rel
+                continue
+            Rp = R_out[s, parent[i]]
+            for r in range(3):
+                p_out[s, i, r] = p_out[s, parent[i], r] + Rp[r, 0] * p_rel[0] + \
+                    Rp[r, 1] * p_rel[1] + Rp[r, 2] * p_rel[2]
+                for c in range(3):
+                    R_out[s, i, r, c] = Rp[r, 0] * R_rel[0, c] + Rp[r, 1] * R_rel[1, c] + \
+                        Rp[r, 2] * R_rel[2, c]
 
 
 @jit

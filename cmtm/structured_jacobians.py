@@ -135,14 +135,16 @@ def force_rule(nu, h, H, V, ancestor, F):
 # --- Sweeps over the tree ---
 
 @jit
-def link_sweep(parent, I, Xinv_L, nu, h_L, Gx, world, V, H, W):
-    """Forward sweep for ancestor pairs: V, H and (if ``world``) W of every (i, j in P(i))."""
+def link_sweep(parent, I, Xinv_L, nu, h_L, Gx, momentum, world, V, H, W):
+    """Forward sweep for ancestor pairs: V, and if ``momentum`` H, if ``world`` W, of every
+    (i, j in P(i))."""
     local = np.empty(V.shape[3:])
     for i in range(parent.shape[0]):
         j = i
         while j >= 0:
             velocity_rule(nu[i], Gx[i, j], V[i, j])
-            inertia_rule(I[i], V[i, j], H[i, j])
+            if momentum or world:
+                inertia_rule(I[i], V[i, j], H[i, j])
             if world:
                 world_momentum_rule(Xinv_L[i], h_L[i], Gx[i, j], H[i, j], local, W[i, j])
             j = parent[j]
@@ -237,7 +239,7 @@ def momentum_rows(parent, subtree_end, I, Xinv_L, X_L, state, Gx, coef, wanted, 
     joint momentum (world, local) raw blocks for sample ``smp``."""
     V, H, W, WJ, HJ, F = pairs
     nu, h_L, h_J = state[0], state[1], state[2]
-    link_sweep(parent, I, Xinv_L, nu, h_L, Gx, world, V, H, W)
+    link_sweep(parent, I, Xinv_L, nu, h_L, Gx, wanted[LINK_MOMENTUM], world, V, H, W)
     for i in range(parent.shape[0]):
         j = i
         while j >= 0:
@@ -271,7 +273,7 @@ def force_rows(parent, subtree_end, I, Xinv_L, X_L, state, Gx, coef, wanted, pai
     """
     V, H, W, WJ, HJ, F = pairs
     nu, h_L, h_J = state[0], state[1], state[2]
-    link_sweep(parent, I, Xinv_L, nu, h_L, Gx, wanted[JOINT_FORCE], V, H, W)
+    link_sweep(parent, I, Xinv_L, nu, h_L, Gx, True, wanted[JOINT_FORCE], V, H, W)
     if wanted[LINK_FORCE]:
         for i in range(parent.shape[0]):
             j = i
@@ -339,8 +341,10 @@ def jacobian_kernel(parent, subtree_end, joint_type, axis, placement_R, placemen
             tangent_sweep(parent, S, Xup, Gx)
         if any_of(wanted, JOINT_VELOCITY, LINK_TANGENT):
             tangent_rows(parent, S, Gx, coef, wanted, outputs, smp)
-        if kinematic or world:
+        if any_of(wanted, LINK_MOMENTUM, JOINT_MOMENTUM) or world:
             momentum_state(parent, S, I, Xup, q, root[0], state[0, 0], state[0, 1], state[0, 2])
+        elif kinematic:
+            velocity_pass(parent, S, Xup, q, root[0], state[0, 0])
         if world:
             link_cmtm_pass(parent, Xup, state[0, 0], Xinv_L, X_L)
         if kinematic:
