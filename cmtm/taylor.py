@@ -183,10 +183,9 @@ def write_raw_blocks(G, coef, row0, j, out):
     for l in range(k1):
         for r in range(K_in):
             for c in range(d):
-                out[l, row0 + c, r, j] = 0.0
-            for s in range(G.shape[0]):
-                weight = coef[l, r, s]
-                if weight != 0.0:
-                    m = l - r + s
-                    for c in range(d):
-                        out[l, row0 + c, r, j] += weight * G[s, m, c]
+                acc = 0.0
+                for s in range(G.shape[0]):
+                    weight = coef[l, r, s]
+                    if weight != 0.0:
+                        acc += weight * G[s, l - r + s, c]
+                out[l, row0 + c, r, j] = acc
