@@ -12,7 +12,7 @@ from cmtm.comprehensive import (link_cmtm_kernel, link_poses_kernel, mass_matrix
                                 motion_kernel)
 from cmtm.rnea import rnea_kernel
 from cmtm.structured_jacobians import INPUT_OFFSET, QUANTITIES, jacobian_kernel
-from cmtm.taylor import raw_from_taylor, taylor_from_raw
+from cmtm.taylor import factorials, raw_from_taylor, taylor_from_raw
 
 _MODEL_FIELDS = ("parent", "subtree_end", "joint_type", "axis", "placement_R", "placement_p",
                  "mass", "com", "spatial_inertia", "gravity")
@@ -311,3 +311,22 @@ def jacobian_chunks(model, q_stack, quantities, order=0, chunk=32):
     for start in range(0, q_stack.shape[0], chunk):
         stop = min(start + chunk, q_stack.shape[0])
         yield start, stop, jacobians(model, q_stack[start:stop], quantities, order)
+
+
+def flatten_jacobian(J, taylor=False):
+    """The paper's block matrix d y_(k) / d q_(K_in - 1) from a Jacobian of :func:`jacobian`.
+
+    J: (..., k+1, m, K_in, nv) raw blocks d y^(l) / d q^(r). Returns (..., (k+1) m, K_in nv)
+    with rows and columns order-major (cmtm_math.md §1.4): block (l, r) = J[..., l, :, r, :].
+    With ``taylor=True`` the blocks are Taylor-scaled, d y_hat_l / d q_hat_r =
+    r!/l! d y^(l) / d q^(r) (§7.6), where every comprehensive Jacobian is a sum of
+    block-Toeplitz matrices times shifts (§8).
+    """
+    J = np.asarray(J, dtype=np.float64)
+    if J.ndim < 4:
+        raise ValueError(f"J: expected shape (..., k+1, m, K_in, nv), got {J.shape}")
+    k1, m, K_in, nv = J.shape[-4:]
+    if taylor:
+        fact = factorials(max(k1, K_in))
+        J = J * (fact[None, :K_in, None] / fact[:k1, None, None, None])
+    return J.reshape(J.shape[:-4] + (k1 * m, K_in * nv))
