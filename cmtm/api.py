@@ -278,7 +278,7 @@ def jacobians(model, q_stack, quantities, order=0):
     wanted[indices] = True
     empty = np.zeros((0, 0, 0, 0, 0))
     outputs = tuple(
-        np.zeros((n_samples, k + 1, nv if q == len(QUANTITIES) - 1 else 6 * nv,
+        np.zeros((n_samples, k + 1, nv if QUANTITIES[q] == "joint_torque" else 6 * nv,
                   k + 1 + INPUT_OFFSET[q], nv)) if wanted[q] else empty
         for q in range(len(QUANTITIES)))
     jacobian_kernel(model.parent, model.subtree_end, model.joint_type, model.axis,
