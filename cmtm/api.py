@@ -8,9 +8,8 @@ from typing import Optional
 
 import numpy as np
 
-from cmtm.comprehensive import (link_cmtm_kernel, link_poses_kernel, mass_matrix_kernel,
-                                motion_kernel)
-from cmtm.rnea import rnea_kernel
+from cmtm.comprehensive import link_cmtm_kernel, link_poses_kernel, motion_kernel
+from cmtm.rnea import crba_kernel, rnea_kernel
 from cmtm.structured_jacobians import INPUT_OFFSET, QUANTITIES, jacobian_kernel
 from cmtm.taylor import factorials, raw_from_taylor, taylor_from_raw
 
@@ -236,7 +235,7 @@ def mass_matrix(model, q):
     check_model(model)
     q2, single = _joint_positions(model, q)
     M = np.empty((q2.shape[0], q2.shape[1], q2.shape[1]))
-    mass_matrix_kernel(*model_arrays(model), model.spatial_inertia, q2, M)
+    crba_kernel(*model_arrays(model), model.spatial_inertia, model.mass, model.com, q2, M)
     return M[0] if single else M
 
 

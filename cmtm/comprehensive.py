@@ -15,7 +15,6 @@ from cmtm.dynamics import (force_from_momentum, joint_momentum_pass, joint_torqu
 from cmtm.kinematics import (joint_geometry, link_cmtm_inverse_pass, link_cmtm_pass,
                              relative_cmtm_inverse, root_velocity_stack, velocity_pass)
 from cmtm.rnea import link_pose_in_parent
-from cmtm.spatial import dot6, matmul6, matTmul6, matTvec6, matvec6
 
 
 @jit
@@ -118,44 +117,6 @@ def link_poses_kernel(parent, joint_type, axis, placement_R, placement_p, q, R_o
                 for c in range(3):
                     R_out[s, i, r, c] = Rp[r, 0] * R_rel[0, c] + Rp[r, 1] * R_rel[1, c] + \
                         Rp[r, 2] * R_rel[2, c]
-
-
-@jit
-def mass_matrix_kernel(parent, joint_type, axis, placement_R, placement_p, I, q, M):
-    """Joint-space mass matrix by the composite-rigid-body algorithm.
-
-    I^C_i = I_i + sum_c Xup_c^T I^C_c Xup_c (children first); then
-    M_ij = S_j^T (^jX_i)^* I^C_i S_i along the path from i to the root.
-    q: (n_samples, n); M: (n_samples, n, n) output.
-    """
-    n = parent.shape[0]
-    S, A0inv = joint_geometry(joint_type, axis, placement_R, placement_p)
-    Xup = np.empty((n, 1, 6, 6))
-    Ic = np.empty((n, 6, 6))
-    tmp = np.empty((6, 6))
-    F = np.empty(6)
-    Fp = np.empty(6)
-    for s in range(q.shape[0]):
-        relative_cmtm_inverse(joint_type, axis, A0inv, q[s:s + 1], Xup)
-        Ic[:] = I
-        for c in range(n - 1, -1, -1):
-            if parent[c] >= 0:
-                tmp[:] = 0.0
-                matmul6(Ic[c], Xup[c, 0], tmp)
-                matTmul6(Xup[c, 0], tmp, Ic[parent[c]])
-        M[s] = 0.0
-        for i in range(n):
-            F[:] = 0.0
-            matvec6(Ic[i], S[i], F)
-            M[s, i, i] = dot6(S[i], F)
-            j = i
-            while parent[j] >= 0:
-                Fp[:] = 0.0
-                matTvec6(Xup[j, 0], F, Fp)
-                F[:] = Fp
-                j = parent[j]
-                M[s, i, j] = dot6(S[j], F)
-                M[s, j, i] = M[s, i, j]
 
 
 @jit

@@ -1,4 +1,5 @@
-"""Classic recursive Newton-Euler inverse dynamics (order 0), batched over samples.
+"""Classic order-0 algorithms on rotations and translations, batched over samples: the
+recursive Newton-Euler inverse dynamics and the composite-rigid-body mass matrix.
 
 The comprehensive engine at k = 0 computes the same torques with 6x6 CMTM blocks; this
 kernel is the foundation's RNEA written on rotations and translations for speed:
@@ -150,3 +151,72 @@ def rnea_kernel(parent, joint_type, axis, placement_R, placement_p, I, mass, com
                 axis[i, 2] * f[i, off + 2]
             if parent[i] >= 0:
                 force_to_parent_add(R[i], p[i], f[i], f[parent[i]])
+
+
+@jit
+def composite_inertia_to_parent_add(R, p, m, h, I_O, m_out, h_out, I_out):
+    """Add a subtree inertia (mass m, first moment h, rotational inertia I_O about the child
+    origin, child axes) to its parent's, expressed about the parent origin in parent axes:
+    h' = R h + m p, I' = R I_O R^T - m [p x]^2 - [p x][Rh x] - [Rh x][p x]."""
+    Rh = np.empty(3)
+    for r in range(3):
+        Rh[r] = R[r, 0] * h[0] + R[r, 1] * h[1] + R[r, 2] * h[2]
+    pp = p[0] * p[0] + p[1] * p[1] + p[2] * p[2]
+    ph = p[0] * Rh[0] + p[1] * Rh[1] + p[2] * Rh[2]
+    for r in range(3):
+        for c in range(3):
+            acc = 0.0
+            for a in range(3):
+                for b in range(3):
+                    acc += R[r, a] * I_O[a, b] * R[c, b]
+            # -m [p x]^2 = m (|p|^2 E - p p^T); -[p x][Rh x] - [Rh x][p x] = 2 (p.Rh) E - p Rh^T - Rh p^T
+            delta = 1.0 if r == c else 0.0
+            acc += m * (pp * delta - p[r] * p[c]) + 2.0 * ph * delta - p[r] * Rh[c] - Rh[r] * p[c]
+            I_out[r, c] += acc
+        h_out[r] += Rh[r] + m * p[r]
+    m_out[0] += m
+
+
+@jit
+def crba_kernel(parent, joint_type, axis, placement_R, placement_p, I, mass, com, q, M):
+    """Joint-space mass matrix by the composite-rigid-body algorithm on rotations and
+    translations: composite inertias (m, h = m c, I_O) summed children first, then
+    M_ij = S_j . (^jX_i)^* I^C_i S_i along the path from i to the root.
+    q: (n_samples, n); M: (n_samples, n, n) output."""
+    n = parent.shape[0]
+    R = np.empty((n, 3, 3))
+    p = np.empty((n, 3))
+    E = np.empty((3, 3))
+    mC = np.empty((n, 1))
+    hC = np.empty((n, 3))
+    IC = np.empty((n, 3, 3))
+    S = np.zeros(6)
+    F = np.empty(6)
+    Fp = np.empty(6)
+    for s in range(q.shape[0]):
+        for i in range(n):
+            link_pose_in_parent(joint_type[i], axis[i], placement_R[i], placement_p[i],
+                                q[s, i], E, R[i], p[i])
+            mC[i, 0] = mass[i]
+            hC[i] = mass[i] * com[i]
+            IC[i] = I[i, :3, :3]
+        for c in range(n - 1, -1, -1):
+            if parent[c] >= 0:
+                composite_inertia_to_parent_add(R[c], p[c], mC[c, 0], hC[c], IC[c],
+                                                mC[parent[c]], hC[parent[c]], IC[parent[c]])
+        M[s] = 0.0  # joints on different branches do not couple
+        for i in range(n):
+            S[:] = 0.0
+            off = 0 if joint_type[i] == JOINT_REVOLUTE else 3
+            S[off:off + 3] = axis[i]
+            inertia_times(IC[i], mC[i, 0], hC[i], S, F)
+            M[s, i, i] = axis[i, 0] * F[off] + axis[i, 1] * F[off + 1] + axis[i, 2] * F[off + 2]
+            j = i
+            while parent[j] >= 0:
+                Fp[:] = 0.0
+                force_to_parent_add(R[j], p[j], F, Fp)
+                F[:] = Fp
+                j = parent[j]
+                oj = 0 if joint_type[j] == JOINT_REVOLUTE else 3
+                M[s, i, j] = axis[j, 0] * F[oj] + axis[j, 1] * F[oj + 1] + axis[j, 2] * F[oj + 2]
+                M[s, j, i] = M[s, i, j]

@@ -180,15 +180,6 @@ def matvec6(A, x, out, scale=1.0):
 
 
 @jit
-def dot6(a, b):
-    """a . b for 6-vectors."""
-    acc = 0.0
-    for c in range(6):
-        acc += a[c] * b[c]
-    return acc
-
-
-@jit
 def matTvec6(A, x, out):
     """out += A^T @ x for a 6x6 block and a 6-vector (accumulates)."""
     for r in range(6):
