@@ -158,22 +158,24 @@ def composite_inertia_to_parent_add(R, p, m, h, I_O, m_out, h_out, I_out):
     """Add a subtree inertia (mass m, first moment h, rotational inertia I_O about the child
     origin, child axes) to its parent's, expressed about the parent origin in parent axes:
     h' = R h + m p, I' = R I_O R^T - m [p x]^2 - [p x][Rh x] - [Rh x][p x]."""
-    Rh = np.empty(3)
-    for r in range(3):
-        Rh[r] = R[r, 0] * h[0] + R[r, 1] * h[1] + R[r, 2] * h[2]
+    Rh0 = R[0, 0] * h[0] + R[0, 1] * h[1] + R[0, 2] * h[2]
+    Rh1 = R[1, 0] * h[0] + R[1, 1] * h[1] + R[1, 2] * h[2]
+    Rh2 = R[2, 0] * h[0] + R[2, 1] * h[1] + R[2, 2] * h[2]
     pp = p[0] * p[0] + p[1] * p[1] + p[2] * p[2]
-    ph = p[0] * Rh[0] + p[1] * Rh[1] + p[2] * Rh[2]
+    ph = p[0] * Rh0 + p[1] * Rh1 + p[2] * Rh2
     for r in range(3):
+        Rh_r = Rh0 if r == 0 else Rh1 if r == 1 else Rh2
         for c in range(3):
+            Rh_c = Rh0 if c == 0 else Rh1 if c == 1 else Rh2
             acc = 0.0
             for a in range(3):
                 for b in range(3):
                     acc += R[r, a] * I_O[a, b] * R[c, b]
             # -m [p x]^2 = m (|p|^2 E - p p^T); -[p x][Rh x] - [Rh x][p x] = 2 (p.Rh) E - p Rh^T - Rh p^T
             delta = 1.0 if r == c else 0.0
-            acc += m * (pp * delta - p[r] * p[c]) + 2.0 * ph * delta - p[r] * Rh[c] - Rh[r] * p[c]
+            acc += m * (pp * delta - p[r] * p[c]) + 2.0 * ph * delta - p[r] * Rh_c - Rh_r * p[c]
             I_out[r, c] += acc
-        h_out[r] += Rh[r] + m * p[r]
+        h_out[r] += Rh_r + m * p[r]
     m_out[0] += m
 
 
