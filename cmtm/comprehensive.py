@@ -10,22 +10,20 @@ fictitious base motion) and a pass with the base-acceleration trick for forces a
 import numpy as np
 
 from cmtm._jit import jit
-from cmtm.dynamics import (force_from_momentum, joint_momentum_pass, joint_torque,
-                           link_momentum, world_momentum)
+from cmtm.dynamics import force_from_momentum, joint_torque, momentum_stacks, world_momentum
 from cmtm.kinematics import (joint_geometry, link_cmtm_inverse_pass, link_cmtm_pass,
                              relative_cmtm_inverse, root_velocity_stack, velocity_pass)
 from cmtm.rnea import link_pose_in_parent
 
 
 @jit
-def kinematic_outputs(parent, S, I, Xup, qhat, world, v_L, h_L, w_h_L, h_J, w_h_J, Xinv_L):
+def kinematic_outputs(parent, S, I, Xup, qhat, zero_root, world, v_L, h_L, w_h_L, h_J, w_h_J,
+                      Xinv_L):
     """Gravity-free link velocities and momenta (local and world), K = v_L.shape[1] orders.
 
     Outputs are (n, K, 6) work arrays of one sample; world ones are filled when ``world``.
     """
-    velocity_pass(parent, S, Xup, qhat, np.zeros((v_L.shape[1], 6)), v_L)
-    link_momentum(I, v_L, h_L)
-    joint_momentum_pass(parent, Xup, h_L, h_J)
+    momentum_stacks(parent, S, I, Xup, qhat, zero_root, v_L, h_L, h_J)
     if world:
         link_cmtm_inverse_pass(parent, Xup, Xinv_L)
         world_momentum(Xinv_L, h_L, w_h_L)
@@ -33,15 +31,14 @@ def kinematic_outputs(parent, S, I, Xup, qhat, world, v_L, h_L, w_h_L, h_J, w_h_
 
 
 @jit
-def dynamic_outputs(parent, S, I, Xup, qhat, root_nu, nu, h_L, h_J, f_L, f_J, tau):
-    """Link and joint wrench stacks and joint torque stacks with gravity (base-acceleration
-    trick) of one sample: nu, h_L, h_J (n, k+2, 6) work arrays; f_L, f_J (n, k+1, 6) and
-    tau (k+1, n) outputs.
+def dynamic_outputs(parent, S, I, Xup, qhat, root_nu, links, nu, h_L, h_J, f_L, f_J, tau):
+    """Joint (and, if ``links``, link) wrench stacks and joint torque stacks with gravity
+    (base-acceleration trick) of one sample: nu, h_L, h_J (n, k+2, 6) work arrays;
+    f_L, f_J (n, k+1, 6) and tau (k+1, n) outputs.
     """
-    velocity_pass(parent, S, Xup, qhat, root_nu, nu)
-    link_momentum(I, nu, h_L)
-    joint_momentum_pass(parent, Xup, h_L, h_J)
-    force_from_momentum(nu, h_L, f_L)
+    momentum_stacks(parent, S, I, Xup, qhat, root_nu, nu, h_L, h_J)
+    if links:
+        force_from_momentum(nu, h_L, f_L)
     force_from_momentum(nu, h_J, f_J)
     joint_torque(S, f_J, tau)
 
@@ -70,13 +67,15 @@ def motion_kernel(parent, joint_type, axis, placement_R, placement_p, I, gravity
     kin = np.empty((5, n, k1, 6))
     Xinv_L = np.empty((n, k1, 6, 6))
     root_nu = root_velocity_stack(gravity, k1 + 1)
+    zero_root = np.zeros((k1, 6))
+    links = f_L.shape[0] > 0
     dyn = np.empty((3, n, k1 + 1, 6))
     dyn_f = np.empty((2, n, k1, 6))
     dyn_tau = np.empty((k1, n))
     for s in range(qhat.shape[0]):
         relative_cmtm_inverse(joint_type, axis, A0inv, qhat[s], Xup)
         if kinematics:
-            kinematic_outputs(parent, S, I, Xup, qhat[s], world,
+            kinematic_outputs(parent, S, I, Xup, qhat[s], zero_root, world,
                               kin[0], kin[1], kin[2], kin[3], kin[4], Xinv_L)
             copy_link_stack(kin[0], v_L[s])
             copy_link_stack(kin[1], h_L[s])
@@ -85,10 +84,10 @@ def motion_kernel(parent, joint_type, axis, placement_R, placement_p, I, gravity
                 copy_link_stack(kin[2], w_h_L[s])
                 copy_link_stack(kin[4], w_h_J[s])
         if dynamics:
-            dynamic_outputs(parent, S, I, Xup, qhat[s], root_nu, dyn[0], dyn[1], dyn[2],
+            dynamic_outputs(parent, S, I, Xup, qhat[s], root_nu, links, dyn[0], dyn[1], dyn[2],
                             dyn_f[0], dyn_f[1], dyn_tau)
             tau[s] = dyn_tau
-            if f_L.shape[0] > 0:
+            if links:
                 copy_link_stack(dyn_f[0], f_L[s])
                 copy_link_stack(dyn_f[1], f_J[s])
 

@@ -15,6 +15,7 @@ t_i = S_i^T f_{J_i}     ``tau``           (K-1, n)        joint torque (force) s
 ======================  ================  ==============  ================================
 """
 from cmtm._jit import jit
+from cmtm.kinematics import velocity_pass
 from cmtm.spatial import matvec6
 from cmtm.taylor import conv_blockT_vec, derivative_stack, force_cross_conv
 
@@ -39,6 +40,15 @@ def joint_momentum_pass(parent, Xup, h_L, h_J):
     for c in range(n - 1, -1, -1):
         if parent[c] >= 0:
             conv_blockT_vec(Xup[c], h_J[c], h_J[parent[c]])
+
+
+@jit
+def momentum_stacks(parent, S, I, Xup, qhat, root_nu, nu, h_L, h_J):
+    """One pass of §4-§5 up to momenta: link velocities (base stack ``root_nu``), link
+    momenta and subtree (joint) momenta, all (n, K, 6) with K = nu.shape[1]."""
+    velocity_pass(parent, S, Xup, qhat, root_nu, nu)
+    link_momentum(I, nu, h_L)
+    joint_momentum_pass(parent, Xup, h_L, h_J)
 
 
 @jit

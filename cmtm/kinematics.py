@@ -24,7 +24,7 @@ import numpy as np
 from cmtm._jit import jit
 from cmtm.cmtm_matrix import cmtm_blocks
 from cmtm.spatial import (JOINT_REVOLUTE, joint_screw, motion_block_mul,
-                          motion_transform_inverse, motion_transform_inverse_into, skew)
+                          motion_transform_inverse, motion_transform_inverse_into, skew_into)
 from cmtm.taylor import conv_block_vec, conv_blocks
 
 
@@ -58,20 +58,20 @@ def sin_cos_jets(qhat_i, sin_q, cos_q):
 
 
 @jit
-def joint_cmtm_inverse(joint_type, axis, qhat_i, XJinv, sin_q, cos_q):
+def joint_cmtm_inverse(joint_type, axis, qhat_i, XJinv, sin_q, cos_q, a):
     """Blocks of X_J^{-1}, the Taylor coefficients of E(q(t))^{-1} = E(-q(t)) (§3.1), in
     closed form (E commutes with [S x], so the §2.2 recursion sums to this):
 
     revolute:  blkdiag(R_l, R_l), R(-q) = E - sin q [a x] + (1 - cos q) [a x]^2;
     prismatic: [[d_l E, 0], [-q_l [a x], d_l E]]  (d_l = 1 for l = 0, else 0).
 
-    XJinv: (K, 6, 6) output; sin_q, cos_q: (K,) work arrays.
+    XJinv: (K, 6, 6) output; sin_q, cos_q: (K,) and a: (3, 3) work arrays.
     """
     K = XJinv.shape[0]
     XJinv[:] = 0.0
-    a = skew(axis)
+    skew_into(axis, a)
     if joint_type == JOINT_REVOLUTE:
-        sin_cos_jets(qhat_i, sin_q[:K], cos_q[:K])
+        sin_cos_jets(qhat_i, sin_q, cos_q)
         for l in range(K):
             one = 1.0 if l == 0 else 0.0
             for r in range(3):
@@ -101,8 +101,9 @@ def relative_cmtm_inverse(joint_type, axis, A0inv, qhat, Xup):
     XJinv = np.empty((K, 6, 6))
     sin_q = np.empty(K)
     cos_q = np.empty(K)
+    a = np.empty((3, 3))
     for i in range(n):
-        joint_cmtm_inverse(joint_type[i], axis[i], qhat[:, i], XJinv, sin_q, cos_q)
+        joint_cmtm_inverse(joint_type[i], axis[i], qhat[:, i], XJinv, sin_q, cos_q, a)
         for l in range(K):
             motion_block_mul(XJinv[l], A0inv[i], Xup[i, l])
 

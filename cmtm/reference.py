@@ -355,7 +355,6 @@ def central_jacobian(func, x, step=None, method="central", levels=RICHARDSON_LEV
     x = np.asarray(x, dtype=np.float64)
     n_samples, x_shape = x.shape[0], x.shape[1:]
     flat = x.reshape(n_samples, -1)
-    p = flat.shape[1]
     scale = step * np.maximum(1.0, np.abs(flat))
     steps = [scale] if method == "central" else [scale / 2.0 ** i for i in range(levels + 1)]
     quotients = [_central_quotients(func, flat, h, x_shape) for h in steps]

@@ -9,14 +9,11 @@ Symbol table (paper -> code, shape, float64):
 [y hat x_6]            ``motion_hat``      (6, 6)   [x x] y = [y hat x] x
 [h hat x_6^*]          ``force_hat``       (6, 6)   [x x^*] h = [h hat x^*] x
 A (motion transform)   ``motion_transform(R, p)``   [[R, 0], [[p x] R, R]]
-E(q) (joint motion)    ``joint_motion(type, axis, q)`` -> (R, p)
 =====================  ==================  =======
 
 Small dense products are written as loops: Numba compiles them to straight-line code,
 far cheaper than a BLAS call on 6x6 operands.
 """
-import math
-
 import numpy as np
 
 from cmtm._jit import jit
@@ -26,27 +23,32 @@ JOINT_PRISMATIC = 1
 
 
 @jit
-def skew(a):
-    """[a x_3]: the 3x3 matrix with skew(a) @ b = cross(a, b)."""
-    out = np.zeros((3, 3))
+def skew_into(a, out):
+    """out = [a x_3], the 3x3 matrix with out @ b = cross(a, b), without allocating."""
+    out[0, 0] = 0.0
+    out[1, 1] = 0.0
+    out[2, 2] = 0.0
     out[0, 1] = -a[2]
     out[0, 2] = a[1]
     out[1, 0] = a[2]
     out[1, 2] = -a[0]
     out[2, 0] = -a[1]
     out[2, 1] = a[0]
+
+
+@jit
+def skew(a):
+    """[a x_3] as a new array (see ``skew_into``)."""
+    out = np.empty((3, 3))
+    skew_into(a, out)
     return out
 
 
 @jit
 def motion_cross(u):
-    """[u x_6] = [[w x, 0], [v x, w x]] for the twist u = [w; v] (§1.1)."""
-    out = np.zeros((6, 6))
-    w = skew(u[:3])
-    v = skew(u[3:])
-    out[:3, :3] = w
-    out[3:, 3:] = w
-    out[3:, :3] = v
+    """[u x_6] = [[w x, 0], [v x, w x]] for the twist u = [w; v] (§1.1), as a new array."""
+    out = np.empty((6, 6))
+    motion_cross_into(u, out)
     return out
 
 
@@ -118,22 +120,6 @@ def motion_transform_inverse_into(A, out):
                 for t in range(3):
                     acc += A[m, r] * A[m + 3, t] * A[c, t]
             out[r + 3, c] = -acc
-
-
-@jit
-def rotation_about_axis(axis, angle):
-    """Rodrigues' formula: exp(angle [axis x]) for a unit axis."""
-    K = skew(axis)
-    K2 = np.outer(axis, axis) - np.eye(3)  # [a x]^2 for a unit axis
-    return np.eye(3) + math.sin(angle) * K + (1.0 - math.cos(angle)) * K2
-
-
-@jit
-def joint_motion(joint_type, axis, q):
-    """E(q) = exp(q [S x]) of a 1-DoF joint as a pose (R, p) (cmtm_math.md §3.1)."""
-    if joint_type == JOINT_REVOLUTE:
-        return rotation_about_axis(axis, q), np.zeros(3)
-    return np.eye(3), q * axis
 
 
 @jit
@@ -214,7 +200,7 @@ def motion_block_mul(X, Y, out):
 
 @jit
 def motion_cross_into(u, out):
-    """out = [u x_6] without allocating (same as motion_cross)."""
+    """out = [u x_6] = [[w x, 0], [v x, w x]] for u = [w; v], without allocating."""
     out[:] = 0.0
     w0, w1, w2, v0, v1, v2 = u[0], u[1], u[2], u[3], u[4], u[5]
     for d in (0, 3):

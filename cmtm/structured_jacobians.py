@@ -35,7 +35,7 @@ momenta, k+3 forces and torques. Everything inside is Taylor-scaled.
 import numpy as np
 
 from cmtm._jit import jit
-from cmtm.dynamics import joint_momentum_pass, link_momentum
+from cmtm.dynamics import momentum_stacks
 from cmtm.kinematics import (joint_geometry, link_cmtm_pass, relative_cmtm_inverse,
                              root_velocity_stack, velocity_pass)
 from cmtm.spatial import matvec6
@@ -191,14 +191,6 @@ def supporting_joints(parent, subtree_end, i):
 # --- The batched kernel ---
 
 @jit
-def momentum_state(parent, S, I, Xup, q, root_nu, nu, h_L, h_J):
-    """Velocity, link-momentum and joint-momentum stacks of one pass (§4-§5)."""
-    velocity_pass(parent, S, Xup, q, root_nu, nu)
-    link_momentum(I, nu, h_L)
-    joint_momentum_pass(parent, Xup, h_L, h_J)
-
-
-@jit
 def any_of(wanted, first, last):
     """True if any of wanted[first..last] is set."""
     for q in range(first, last + 1):
@@ -342,7 +334,7 @@ def jacobian_kernel(parent, subtree_end, joint_type, axis, placement_R, placemen
         if any_of(wanted, JOINT_VELOCITY, LINK_TANGENT):
             tangent_rows(parent, S, Gx, coef, wanted, outputs, smp)
         if any_of(wanted, LINK_MOMENTUM, JOINT_MOMENTUM) or world:
-            momentum_state(parent, S, I, Xup, q, root[0], state[0, 0], state[0, 1], state[0, 2])
+            momentum_stacks(parent, S, I, Xup, q, root[0], state[0, 0], state[0, 1], state[0, 2])
         elif kinematic:
             velocity_pass(parent, S, Xup, q, root[0], state[0, 0])
         if world:
@@ -351,7 +343,7 @@ def jacobian_kernel(parent, subtree_end, joint_type, axis, placement_R, placemen
             momentum_rows(parent, subtree_end, I, Xinv_L, X_L, state[0], Gx, coef, wanted,
                           world, pairs, outputs, smp)
         if forces:
-            momentum_state(parent, S, I, Xup, q, root[1], state[1, 0], state[1, 1], state[1, 2])
+            momentum_stacks(parent, S, I, Xup, q, root[1], state[1, 0], state[1, 1], state[1, 2])
             force_rows(parent, subtree_end, I, Xinv_L, X_L, state[1], Gx, coef, wanted, pairs,
                        outputs, smp)
         # --- Lemma 6 in world coordinates: joint torques (cmtm.torque_jacobian) ---

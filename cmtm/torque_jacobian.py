@@ -44,11 +44,11 @@ import numpy as np
 
 from cmtm._jit import jit
 from cmtm.cmtm_matrix import cmtm_blocks_from_crosses, cmtm_inverse_blocks_from_crosses
-from cmtm.dynamics import joint_momentum_pass, link_momentum
-from cmtm.kinematics import velocity_pass
-from cmtm.spatial import (matmul6, matTmul6, motion_block_mul, motion_cross_into,
+from cmtm.dynamics import momentum_stacks
+from cmtm.kinematics import link_cmtm_inverse_pass
+from cmtm.spatial import (matmul6, matTmul6, motion_cross_into,
                           motion_transform_inverse_into)
-from cmtm.taylor import (conv_block_vec, conv_blockT_vec, derivative_stack, force_cross_conv,
+from cmtm.taylor import (conv_block_vec, conv_blockT_vec, force_cross_conv,
                          motion_cross_conv, write_raw_blocks)
 
 
@@ -74,24 +74,19 @@ def world_state(parent, S, I, Xup, q, root_nu, nu, h_L, h_J, X, Xinv, s, v_w, hJ
     the fictitious base motion), world screws s = X S, twists X v, subtree momenta X^* h_J,
     and composite inertias sum over the subtree of X^* I X^{-1}."""
     n, L = nu.shape[0], nu.shape[1]
-    velocity_pass(parent, S, Xup, q, root_nu, nu)
-    link_momentum(I, nu, h_L)
-    joint_momentum_pass(parent, Xup, h_L, h_J)
-    pose_inv = np.empty((n, 6, 6))
+    momentum_stacks(parent, S, I, Xup, q, root_nu, nu, h_L, h_J)
+    pose_inv = np.empty((n, 1, 6, 6))
+    link_cmtm_inverse_pass(parent, Xup, pose_inv)
     pose = np.empty((6, 6))
     crosses = np.empty((L, 6, 6))
     IX = np.empty((L, 6, 6))
     Ic[:] = 0.0
     for i in range(n):
-        if parent[i] < 0:
-            pose_inv[i] = Xup[i, 0]
-        else:
-            motion_block_mul(Xup[i, 0], pose_inv[parent[i]], pose_inv[i])
-        motion_transform_inverse_into(pose_inv[i], pose)
+        motion_transform_inverse_into(pose_inv[i, 0], pose)
         for m in range(L - 1):
             motion_cross_into(nu[i, m], crosses[m])
         cmtm_blocks_from_crosses(pose, crosses, X[i])
-        cmtm_inverse_blocks_from_crosses(pose_inv[i], crosses, Xinv[i])
+        cmtm_inverse_blocks_from_crosses(pose_inv[i, 0], crosses, Xinv[i])
         for m in range(L):
             for c in range(6):
                 acc = 0.0

@@ -10,7 +10,8 @@ import pytest
 import cmtm
 from cmtm.cmtm_matrix import cmtm_inverse_blocks
 from cmtm.kinematics import joint_cmtm_inverse
-from cmtm.spatial import JOINT_PRISMATIC, JOINT_REVOLUTE, joint_motion, motion_transform_inverse
+from cmtm.spatial import JOINT_PRISMATIC, JOINT_REVOLUTE, motion_transform_inverse
+from kinematic_trees.inertia import axis_rotation
 from conftest import random_stack
 
 
@@ -22,11 +23,14 @@ def test_closed_form_joint_cmtm_matches_recursion(joint_type):
     K = 7
     qhat = rng.uniform(-1.5, 1.5, size=K + 1)
     closed = np.empty((K, 6, 6))
-    joint_cmtm_inverse(joint_type, axis, qhat, closed, np.empty(K), np.empty(K))
+    joint_cmtm_inverse(joint_type, axis, qhat, closed, np.empty(K), np.empty(K), np.empty((3, 3)))
     S = np.concatenate([axis, np.zeros(3)]) if joint_type == JOINT_REVOLUTE \
         else np.concatenate([np.zeros(3), axis])
     nuJ = np.array([(m + 1) * qhat[m + 1] * S for m in range(K)])
-    R, p = joint_motion(joint_type, axis, qhat[0])
+    if joint_type == JOINT_REVOLUTE:  # E(q) of §3.1, built independently of the engine
+        R, p = axis_rotation(axis, qhat[0]), np.zeros(3)
+    else:
+        R, p = np.eye(3), qhat[0] * axis
     recursive = np.empty((K, 6, 6))
     cmtm_inverse_blocks(motion_transform_inverse(R, p), nuJ, recursive)
     # both are sums of O(K) rounded products of unit-size numbers
