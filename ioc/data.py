@@ -1,0 +1,529 @@
+"""Recorded joint-angle motions: file readers and a smoothing spline fit (DESIGN.md,
+cmtm_math.md §9, ioc_calibration.md "Fits").
+
+Readers turn a CSV or OpenSim storage file (``.mot`` / ``.sto``) into :class:`MotionData`;
+:func:`fit_spline` fits a clamped B-spline to the samples by penalised least squares
+(a P-spline) and picks the penalty weight per joint from a known noise level (discrepancy
+principle) or by generalised cross-validation.
+
+=================  ======================  ===============  ================================
+maths              code                    shape            meaning
+=================  ======================  ===============  ================================
+t_m, q_m           ``times``, ``q``        (N,), (N, nv)    samples (s; rad or m)
+u, p               ``knots``, ``degree``   (n_c + p + 1,)   full clamped knot vector, degree
+theta              ``control_points``      (n_c, nv)        spline control points
+B                  ``B``                   (N, n_c) sparse  B_mi = b_{i,p}(t_m)
+Z, phi             ``Z``                   (n_c, n_phi)     theta = Z phi (rest conditions)
+P                  ``penalty_matrix``      (n_c, n_c)       int b^(d) b^(d)^T dt, d = order
+lambda             ``smoothing``           (nv,)            penalty weight per joint
+S_lambda           (not formed)            (N, N)           hat matrix, q_hat = S_lambda q
+=================  ======================  ===============  ================================
+"""
+import csv
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.interpolate import BSpline
+from scipy.linalg import LinAlgError, cholesky, solve_triangular, svd
+from scipy.optimize import brentq, minimize_scalar
+
+CSV_SUFFIXES = (".csv",)
+STORAGE_SUFFIXES = (".mot", ".sto")
+LAMBDA_SPAN = 1e12
+"""The penalty weight is searched over [1e-12 / s_max^2, 1e12 / s_min^2], s the non-zero
+singular values of the whitened penalty factor (below): at the low end every mode keeps a
+fraction >= 1 - 1e-12 of its least-squares coefficient, at the high end every penalised
+mode keeps <= 1e-12."""
+GRID_PER_DECADE = 4
+"""Coarse grid density in log10(lambda) before the 1-D root find / minimisation."""
+
+
+# --- Readers ------------------------------------------------------------------------------
+
+class MotionData(NamedTuple):
+    """A recorded motion, columns in the model's joint order.
+
+    times : (N,) float64 s, strictly increasing, finite, N >= 2
+    q : (N, nv) float64 rad (or m for prismatic joints), column j is ``joint_names[j]``
+    joint_names : tuple of str, the model's joint names in model order
+    source : str, the file path
+    notices : tuple of str, human-readable notes such as ``"ignored columns: a, b"``
+    """
+    times: np.ndarray
+    q: np.ndarray
+    joint_names: tuple
+    source: str
+    notices: tuple
+
+
+class _Table(NamedTuple):
+    """A file's text table: column labels, data rows as (line number, fields), unit flag
+    from the file header (None when the file does not say)."""
+    labels: list
+    rows: list
+    in_degrees: object
+
+
+def read_motion(path, joint_names, degrees=None):
+    """Read a recorded motion from ``path`` (``.csv``, ``.mot`` or ``.sto``).
+
+    CSV: comma separated, a header row with a ``time`` column and one column per joint named
+    as in ``joint_names``. OpenSim storage: header lines up to a line ``endheader`` (a line
+    ``inDegrees=yes|no`` sets the unit), then a line of column labels (tab- or
+    space-separated) and whitespace-separated numeric rows.
+
+    Extra columns are ignored with a notice and are not parsed; only ``time`` and the joint
+    columns must be numeric and finite. Angles are radians unless ``degrees=True`` or the
+    storage header says ``inDegrees=yes``; an explicit ``degrees`` that contradicts the
+    header is an error. The degree conversion (np.deg2rad) applies to every joint column:
+    models with prismatic joints need files in radians and metres.
+
+    >>> read_motion("walk.csv", ("hip", "knee")).q.shape      # doctest: +SKIP
+    (201, 2)
+
+    Raises ValueError naming the file and what was expected and found.
+    """
+    path = Path(path)
+    names = _joint_names(joint_names)
+    suffix = path.suffix.lower()
+    if suffix not in CSV_SUFFIXES + STORAGE_SUFFIXES:
+        raise ValueError(f"{path}: expected a file ending in "
+                         f"{', '.join(CSV_SUFFIXES + STORAGE_SUFFIXES)}, got {path.suffix!r}")
+    text = _read_text(path)
+    table = _csv_table(text) if suffix in CSV_SUFFIXES else _storage_table(path, text)
+    in_degrees = _unit(path, table.in_degrees, degrees)
+    times, q, notices = _columns(path, table, names)
+    return MotionData(times, np.deg2rad(q) if in_degrees else q, names, str(path), notices)
+
+
+def _joint_names(joint_names):
+    """The model's joint names as a tuple of distinct non-empty strings."""
+    if isinstance(joint_names, str):
+        raise ValueError(f"joint_names: expected a sequence of names, got the string "
+                         f"{joint_names!r}")
+    try:
+        names = tuple(joint_names)
+    except TypeError:
+        raise ValueError(f"joint_names: expected a sequence of names, got {joint_names!r}") \
+            from None
+    if not names or not all(isinstance(n, str) and n for n in names) \
+            or len(set(names)) != len(names):
+        raise ValueError(f"joint_names: expected distinct non-empty strings, got {names!r}")
+    return names
+
+
+def _read_text(path):
+    """The file's text; ValueError for a missing or empty file."""
+    if not path.is_file():
+        raise ValueError(f"{path}: expected an existing motion file, found none")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: expected a UTF-8 text file, got undecodable bytes") from None
+    if not text.strip():
+        raise ValueError(f"{path}: expected a header and data rows, got an empty file")
+    return text
+
+
+def _csv_table(text):
+    """Comma-separated table: first non-blank row the labels, then data rows."""
+    reader = csv.reader(text.splitlines())
+    rows = [(reader.line_num, [f.strip() for f in row]) for row in reader]
+    rows = [(line, fields) for line, fields in rows if any(fields)]
+    return _Table(rows[0][1], rows[1:], None)
+
+
+def _storage_table(path, text):
+    """OpenSim storage: header lines up to ``endheader``, labels line, data rows."""
+    lines = text.splitlines()
+    ends = [i for i, line in enumerate(lines) if line.strip().lower() == "endheader"]
+    if not ends:
+        raise ValueError(f"{path}: expected a header ending with a line 'endheader', "
+                         f"found no such line")
+    in_degrees = _header_in_degrees(path, lines[:ends[0]])
+    body = [(i + 1, line.strip()) for i, line in enumerate(lines)
+            if i > ends[0] and line.strip()]
+    if not body:
+        raise ValueError(f"{path}: expected a line of column labels after 'endheader', "
+                         f"got the end of the file")
+    labels = body[0][1]
+    labels = [f.strip() for f in labels.split("\t")] if "\t" in labels else labels.split()
+    return _Table(labels, [(n, line.split()) for n, line in body[1:]], in_degrees)
+
+
+def _header_in_degrees(path, header):
+    """True / False from a header line ``inDegrees=yes|no``, None without one."""
+    for line in header:
+        key, sep, value = line.partition("=")
+        if sep and key.strip().lower() == "indegrees":
+            value = value.strip().lower()
+            if value not in ("yes", "no"):
+                raise ValueError(f"{path}: inDegrees: expected yes or no, got {value!r}")
+            return value == "yes"
+    return None
+
+
+def _unit(path, in_degrees, degrees):
+    """Whether the angles are in degrees: the caller's ``degrees`` or the file header."""
+    if degrees is not None and not isinstance(degrees, bool):
+        raise ValueError(f"degrees: expected None, True or False, got {degrees!r}")
+    if degrees is not None and in_degrees is not None and degrees != in_degrees:
+        raise ValueError(f"{path}: degrees={degrees} contradicts the header line "
+                         f"inDegrees={'yes' if in_degrees else 'no'}")
+    return bool(in_degrees if degrees is None else degrees)
+
+
+def _columns(path, table, names):
+    """(times (N,), q (N, nv) in file units, notices) from a parsed table."""
+    labels = table.labels
+    repeated = sorted({label for label in labels if labels.count(label) > 1})
+    if repeated:
+        raise ValueError(f"{path}: expected distinct column labels, got repeated "
+                         f"{', '.join(repeated)}")
+    if "time" not in labels:
+        raise ValueError(f"{path}: expected a 'time' column, got columns {', '.join(labels)}")
+    missing = [n for n in names if n not in labels]
+    if missing:
+        raise ValueError(f"{path}: expected a column for every joint, missing "
+                         f"{', '.join(missing)}")
+    used = ["time", *names]
+    values = _numbers(path, table, [labels.index(label) for label in used], used)
+    _check_times(path, values[:, 0], [n for n, _ in table.rows])
+    ignored = [label for label in labels if label not in used]
+    notices = (f"ignored columns: {', '.join(ignored)}",) if ignored else ()
+    return values[:, 0], values[:, 1:], notices
+
+
+def _numbers(path, table, indices, used):
+    """(N, len(indices)) float64 of the used columns; checks fields, numbers, finiteness."""
+    if not table.rows:
+        raise ValueError(f"{path}: expected data rows after the header, got none")
+    width = len(table.labels)
+    values = np.empty((len(table.rows), len(indices)))
+    for r, (line, fields) in enumerate(table.rows):
+        if len(fields) != width:
+            raise ValueError(f"{path}: line {line}: expected {width} fields as in the "
+                             f"header, got {len(fields)}")
+        for c, (i, label) in enumerate(zip(indices, used)):
+            values[r, c] = _number(path, fields[i], line, label)
+    if len(values) < 2:
+        raise ValueError(f"{path}: expected at least 2 data rows, got {len(values)}")
+    return values
+
+
+def _number(path, text, line, label):
+    """A finite float from one field."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{path}: line {line}, column {label!r}: expected a number, "
+                         f"got {text!r}") from None
+    if not np.isfinite(value):
+        raise ValueError(f"{path}: line {line}, column {label!r}: expected a finite "
+                         f"number, got {text!r}")
+    return value
+
+
+def _check_times(path, times, lines):
+    """Strictly increasing times, or ValueError naming the first offending line."""
+    bad = np.flatnonzero(np.diff(times) <= 0)
+    if bad.size:
+        k = bad[0]
+        raise ValueError(f"{path}: expected strictly increasing time, got "
+                         f"{float(times[k + 1])!r} on line {lines[k + 1]} after "
+                         f"{float(times[k])!r} on line {lines[k]}")
+
+
+# --- Smoothing fit ------------------------------------------------------------------------
+
+class SplineFit(NamedTuple):
+    """A penalised least-squares spline fit of sampled joint values.
+
+    control_points : (n_c, nv) float64, unit of q (rad or m), full clamped layout
+    fit_rms : (nv,) float64, RMS over the samples of spline(t_m) - q_m, unit of q
+    smoothing : (nv,) float64, penalty weight lambda used for each joint
+    method : "noise" (discrepancy principle) or "gcv" (generalised cross-validation)
+    """
+    control_points: np.ndarray
+    fit_rms: np.ndarray
+    smoothing: np.ndarray
+    method: str
+
+
+class _Modes(NamedTuple):
+    """The fit in Demmler-Reinsch form, shared by all lambdas and joints.
+
+    With G = A^T A = R^T R (A = B Z) and Z^T P Z = E^T E, let E R^-1 = U diag(s) V^T. Then
+    phi(lambda) = R^-1 V diag(1 / (1 + lambda s^2)) c with c = V^T R^-T A^T q, and since
+    A R^-1 V has orthonormal columns:
+        RSS(lambda) = RSS_0 + sum_i c_i^2 g_i^2,   N - tr S_lambda = N - n_phi + sum_i g_i,
+    g_i = lambda s_i^2 / (1 + lambda s_i^2), RSS_0 the unpenalised least-squares residual.
+
+    R : (n_phi, n_phi) upper Cholesky factor of G; V : (n_phi, n_phi);
+    s2 : (n_phi,) s_i^2, exactly 0 for the penalty's null space; c : (n_phi, nv);
+    rss0 : (nv,); n_samples : N.
+    """
+    R: np.ndarray
+    V: np.ndarray
+    s2: np.ndarray
+    c: np.ndarray
+    rss0: np.ndarray
+    n_samples: int
+
+    def shrink(self, lam):
+        """g (..., n_phi) for lambdas of shape (...)."""
+        x = np.asarray(lam)[..., None] * self.s2
+        return x / (1.0 + x)
+
+    def rss(self, g):
+        """Residual sum of squares (..., nv) for shrink factors g (..., n_phi)."""
+        return self.rss0 + (g * g) @ (self.c * self.c)
+
+    def residual_dof(self, g):
+        """N - tr S_lambda, (...), without cancellation."""
+        return self.n_samples - self.s2.size + g.sum(axis=-1)
+
+    def control_points(self, lam):
+        """phi (n_phi, nv) for one lambda per joint, lam (nv,)."""
+        return solve_triangular(self.R, self.V @ ((1.0 - self.shrink(lam).T) * self.c))
+
+
+def penalty_matrix(knots, degree, order):
+    """P (n_c, n_c) float64: P_ik = integral over [u_0, u_end] of b_i^(d)(t) b_k^(d)(t) dt,
+    d = ``order``, unit s^(1 - 2d); theta^T P theta = integral of (q^(d))^2 dt.
+
+    Exact (up to round-off): Gauss-Legendre with p - d + 1 nodes per knot span integrates
+    the degree-2(p - d) products exactly.
+
+    >>> u = np.r_[0, 0, 0, 1, 1, 1.0]; penalty_matrix(u, 2, 1)   # doctest: +NORMALIZE_WHITESPACE
+    array([[ 1.33333333, -0.66666667, -0.66666667],
+           [-0.66666667,  1.33333333, -0.66666667],
+           [-0.66666667, -0.66666667,  1.33333333]])
+    """
+    knots, degree = _clamped_knots(knots, degree)
+    order = _penalty_order(order, degree)
+    factor = _penalty_factor(knots, degree, order)
+    return factor.T @ factor
+
+
+def _penalty_factor(knots, degree, order):
+    """E (n_nodes, n_c) with E^T E = P: sqrt(w_k) b^(d)(x_k) at Gauss-Legendre nodes x_k."""
+    nodes, weights = np.polynomial.legendre.leggauss(degree - order + 1)
+    breaks = np.unique(knots)
+    half = 0.5 * np.diff(breaks)[:, None]
+    x = (half * nodes + (breaks[:-1, None] + half)).ravel()
+    w = (half * weights).ravel()
+    n_c = len(knots) - degree - 1
+    basis_d = BSpline(knots, np.eye(n_c), degree)(x, nu=order)
+    return np.sqrt(w)[:, None] * basis_d
+
+
+def _clamped_knots(knots, degree):
+    """Validated (knots float64 (n_c + p + 1,), degree int) of a clamped spline."""
+    if isinstance(degree, bool) or not isinstance(degree, (int, np.integer)) or degree < 1:
+        raise ValueError(f"degree: expected an integer >= 1, got {degree!r}")
+    u = np.asarray(knots, dtype=np.float64)
+    p = int(degree)
+    if u.ndim != 1 or u.size < 2 * p + 2 or not np.all(np.isfinite(u)) \
+            or np.any(np.diff(u) < 0):
+        raise ValueError(f"knots: expected a finite non-decreasing vector of length >= "
+                         f"{2 * p + 2} (degree {p}), got {np.array2string(u, threshold=12)}")
+    clamped = (np.all(u[:p + 1] == u[0]) and np.all(u[-p - 1:] == u[-1])
+               and u[p + 1] > u[0] and u[-p - 2] < u[-1])
+    if not clamped:
+        raise ValueError(f"knots: expected exactly {p + 1} equal knots at each end (clamped, "
+                         f"degree {p}) and t_start < t_end, got "
+                         f"{np.array2string(u, threshold=12)}")
+    return u, p
+
+
+def _penalty_order(order, degree):
+    """Validated penalty derivative order d, 1 <= d < p."""
+    if isinstance(order, bool) or not isinstance(order, (int, np.integer)) \
+            or not 1 <= order < degree:
+        raise ValueError(f"penalty_order: expected an integer with 1 <= penalty_order < "
+                         f"degree = {degree}, got {order!r}")
+    return int(order)
+
+
+def rest_map(n_control, rest_order):
+    """Z (n_c, n_c - 2R) sparse 0-1: theta = Z phi makes the first R + 1 control points
+    equal and the last R + 1 equal, so q^(1..R) = 0 at both ends of a clamped spline."""
+    n_phi = n_control - 2 * rest_order
+    cols = np.clip(np.arange(n_control) - rest_order, 0, n_phi - 1)
+    return sp.csr_array((np.ones(n_control), (np.arange(n_control), cols)),
+                        shape=(n_control, n_phi))
+
+
+def fit_spline(knots, degree, times, q, *, noise=None, rest_order=0, penalty_order=4):
+    """Fit a clamped B-spline to samples by penalised least squares (a P-spline).
+
+    For each joint, theta = Z phi minimises
+        sum_m (B theta - q)_m^2 + lambda theta^T P theta,    P = penalty_matrix(knots, p, d),
+    with Z = rest_map(n_c, R): the fitted spline has q^(1..R)(t_start) = q^(1..R)(t_end) = 0
+    exactly (R = ``rest_order`` <= p).
+
+    knots : (n_c + p + 1,) full clamped knot vector (s); degree : p
+    times : (N,) s, inside [knots[0], knots[-1]], N >= n_c - 2R
+    q : (N, nv) samples (rad or m)
+    noise : None, or the noise standard deviation sigma > 0 (unit of q), one or (nv,)
+    penalty_order : d, 1 <= d < p (default 4: the snap)
+
+    lambda per joint:
+    - ``noise`` given (method "noise"): the discrepancy principle with effective degrees
+      of freedom, RSS(lambda) = sigma^2 (N - tr S_lambda): the residual equals the noise
+      left in N - tr S_lambda residual degrees of freedom. We take the *largest* lambda
+      with RSS <= sigma^2 (N - tr S) (the smoothest fit consistent with the noise), by a
+      coarse grid in log lambda and brentq in the last bracket where the sign changes:
+      near lambda -> 0 the two sides agree in expectation, so crossings there are noise.
+      No root: if the residual exceeds the noise level everywhere (sigma too small for
+      the data or the knots too coarse) the low end of the search interval (least
+      smoothing); if it stays below everywhere (sigma larger than the motion's variation)
+      the high end (the spline tends to the best polynomial of degree < d).
+    - no ``noise`` (method "gcv"): minimise GCV(lambda) = N RSS / (N - tr S_lambda)^2 over
+      log lambda: a coarse grid, then scipy's bounded minimize_scalar around its minimum.
+    The search interval is [1e-12 / s_max^2, 1e12 / s_min^2] (``LAMBDA_SPAN``).
+
+    All lambdas and joints share one Cholesky factorisation of B^T B (in phi) and one SVD
+    of the whitened penalty factor (the Demmler-Reinsch basis, :class:`_Modes`); the SVD
+    resolves the penalty's null space to round-off of s, not of s^2.
+
+    Returns :class:`SplineFit` with control points in the full (n_c, nv) layout.
+    """
+    knots, p = _clamped_knots(knots, degree)
+    d = _penalty_order(penalty_order, p)
+    n_c = len(knots) - p - 1
+    R = _rest_order(rest_order, p, n_c)
+    times, q = _samples(times, q, knots)
+    sigma = None if noise is None else _noise(noise, q.shape[1])
+    Z = rest_map(n_c, R)
+    if len(times) < Z.shape[1]:
+        raise ValueError(f"too few samples for the spline: expected at least {Z.shape[1]} "
+                         f"(free control points), got {len(times)}")
+    B = BSpline.design_matrix(times, knots, p)
+    modes = _modes(B @ Z, _penalty_factor(knots, p, d) @ Z, q)
+    lam = _gcv_lambda(modes) if sigma is None else _noise_lambda(modes, sigma)
+    theta = Z @ modes.control_points(lam)
+    rms = np.sqrt(np.mean((B @ theta - q) ** 2, axis=0))
+    return SplineFit(theta, rms, lam, "gcv" if sigma is None else "noise")
+
+
+def _rest_order(rest_order, degree, n_control):
+    """Validated R: 0 <= R <= p and 2 (R + 1) <= n_c."""
+    top = min(degree, n_control // 2 - 1)
+    if isinstance(rest_order, bool) or not isinstance(rest_order, (int, np.integer)) \
+            or not 0 <= rest_order <= top:
+        raise ValueError(f"rest_order: expected an integer 0 <= R <= {top} (R <= degree and "
+                         f"2 (R + 1) <= n_c = {n_control}), got {rest_order!r}")
+    return int(rest_order)
+
+
+def _samples(times, q, knots):
+    """Validated times (N,) inside the knot interval and q (N, nv), finite float64."""
+    t = np.asarray(times, dtype=np.float64)
+    q = np.asarray(q, dtype=np.float64)
+    if t.ndim != 1 or q.ndim != 2 or q.shape[0] != t.size or q.shape[1] < 1:
+        raise ValueError(f"times, q: expected shapes (N,) and (N, nv), got {t.shape} and "
+                         f"{q.shape}")
+    if not (np.all(np.isfinite(t)) and np.all(np.isfinite(q))):
+        raise ValueError("times, q: expected finite values, got NaN or inf")
+    if t.size and (t.min() < knots[0] or t.max() > knots[-1]):
+        raise ValueError(f"times: expected values inside the knot interval [{knots[0]}, "
+                         f"{knots[-1]}], got [{t.min()}, {t.max()}]")
+    return t, q
+
+
+def _noise(noise, nv):
+    """sigma (nv,) > 0 from one value or one per joint."""
+    sigma = np.asarray(noise, dtype=np.float64)
+    if sigma.ndim > 1 or sigma.size not in (1, nv) or not np.all(np.isfinite(sigma)) \
+            or np.any(sigma <= 0):
+        raise ValueError(f"noise: expected one positive finite sigma or {nv} (one per "
+                         f"joint), got {noise!r}")
+    return np.broadcast_to(sigma.ravel(), (nv,))
+
+
+def _modes(A, E, q):
+    """The Demmler-Reinsch form (:class:`_Modes`) of the penalised fit.
+
+    A : (N, n_phi) sparse design matrix in phi; E : (n_nodes, n_phi) penalty factor in phi;
+    q : (N, nv).
+    """
+    G = (A.T @ A).toarray()
+    try:
+        R = cholesky(G)
+    except LinAlgError:
+        R = None
+    if R is None or np.any(np.diag(R) ** 2 <= 1e-12 * np.diag(G)):
+        raise ValueError("times: expected samples that determine every control point (each "
+                         "knot span needs samples), got a singular B^T B")
+    y = solve_triangular(R, A.T @ q, trans="T")
+    phi_ls = solve_triangular(R, y)
+    rss0 = np.sum((q - A @ phi_ls) ** 2, axis=0)
+    F = solve_triangular(R, E.T, trans="T").T
+    _, s, Vt = svd(F, full_matrices=F.shape[0] < F.shape[1])
+    s = np.r_[s, np.zeros(Vt.shape[0] - s.size)]
+    s[s <= max(F.shape) * np.finfo(float).eps * s.max(initial=0.0)] = 0.0
+    return _Modes(R, Vt.T, s * s, Vt @ y, rss0, A.shape[0])
+
+
+def _log_lambda_grid(modes):
+    """(low, high, grid) of log(lambda) covering every penalised mode (``LAMBDA_SPAN``);
+    None when the penalty vanishes on the whole fit space."""
+    s2 = modes.s2[modes.s2 > 0]
+    if s2.size == 0:
+        return None
+    low, high = np.log(1.0 / (LAMBDA_SPAN * s2.max())), np.log(LAMBDA_SPAN / s2.min())
+    n = int(np.ceil((high - low) / np.log(10) * GRID_PER_DECADE)) + 1
+    return low, high, np.linspace(low, high, n)
+
+
+def _noise_lambda(modes, sigma):
+    """lambda (nv,): largest root of RSS - sigma^2 (N - tr S) (see fit_spline)."""
+    span = _log_lambda_grid(modes)
+    if span is None:
+        return np.zeros(sigma.size)
+    low, high, grid = span
+
+    def excess(log_lam, j):
+        g = modes.shrink(np.exp(log_lam))
+        return modes.rss(g)[..., j] / sigma[j] ** 2 - modes.residual_dof(g)
+
+    g = modes.shrink(np.exp(grid))
+    table = modes.rss(g) / sigma ** 2 - modes.residual_dof(g)[:, None]
+    out = np.empty(sigma.size)
+    for j in range(sigma.size):
+        below = np.flatnonzero(table[:, j] <= 0)
+        if below.size == 0:
+            out[j] = low
+        elif below[-1] == grid.size - 1:
+            out[j] = high
+        else:
+            k = below[-1]
+            out[j] = brentq(excess, grid[k], grid[k + 1], args=(j,), xtol=1e-10)
+    return np.exp(out)
+
+
+def _gcv_lambda(modes):
+    """lambda (nv,) minimising GCV = N RSS / (N - tr S)^2 per joint."""
+    nv = modes.c.shape[1]
+    span = _log_lambda_grid(modes)
+    if span is None:
+        return np.zeros(nv)
+    low, high, grid = span
+
+    def gcv(log_lam, j=slice(None)):
+        g = modes.shrink(np.exp(log_lam))
+        return modes.n_samples * modes.rss(g)[..., j] / modes.residual_dof(g)[..., None] ** 2
+
+    table = gcv(grid)
+    out = np.empty(nv)
+    for j in range(nv):
+        k = int(np.argmin(table[:, j]))
+        bounds = (grid[max(k - 1, 0)], grid[min(k + 1, grid.size - 1)])
+        best = minimize_scalar(lambda x: gcv(x, j)[0], bounds=bounds, method="bounded",
+                               options={"xatol": 1e-8})
+        out[j] = best.x if best.fun <= table[k, j] else grid[k]
+    return np.exp(out)

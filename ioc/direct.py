@@ -1,0 +1,351 @@
+"""The direct problem: min_x sum_i w_i c_i(theta(x)) subject to the joint limits
+(cmtm_math.md §10), by damped Gauss-Newton and a Newton polish.
+
+Method
+------
+* **Damped Gauss-Newton** (the paper's: lambda = 1e-8, backtracking line search): the
+  normal matrix sum_m omega_m Jy^T Jy chained to the control points is banded (local
+  support), so each step is a banded Cholesky solve (``ioc.banded``).
+* **Newton polish**: Gauss-Newton converges only linearly when the torque residuals are
+  large at the optimum (gravity torques); once the relative stationarity falls below
+  ``newton_switch``, or Gauss-Newton stops making progress, the Hessian of the link and
+  torque terms is taken exactly up to central differences of their stack gradients
+  (``MotionProblem.evaluate(hessian="newton")``), which converges quadratically. Near the
+  optimum the cost changes below its own rounding, so polish steps are accepted on the
+  stationarity, not on the cost.
+* **Double-double control points** (``ioc.bspline.DD``): in float64 the control points
+  themselves cap the relative stationarity near 1e-8 (the jerk and torque-rate Hessians
+  reach ~1e11, ioc_calibration.md). Iterates are kept as hi + lo pairs and the trajectory is
+  evaluated from them without cancellation, so each step solves for a small correction.
+* **Joint limits** by a primal active-set method on every step's quadratic model (the
+  constraints are linear in the control points, so feasibility is exact); the multipliers
+  of the active limits are reported.
+
+Stationarity is the KKT residual |g + A_act^T mu| (mu >= 0 by NNLS over the active limits),
+absolute and relative to the largest weighted term gradient max_i |w_i grad c_i|; where every
+term gradient vanishes on its own (a single term) the scale is instead the gross gradient
+|sum_i w_i sum_m |B_m|^T |gs_im||, the size of the sum whose cancellation is measured.
+"""
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.linalg import LinAlgError
+from scipy.optimize import nnls
+
+from ioc.banded import BandedCholesky, band_matvec
+
+STATUSES = ("converged", "stalled", "max_iterations", "line_search_failed")
+
+
+@dataclass(frozen=True)
+class SolverOptions:
+    """Stopping rules and switches of :func:`solve` (defaults follow the paper where it
+    gives one: damping 1e-8, step 1e-12, 500 iterations)."""
+    max_iterations: int = 500
+    damping: float = 1e-8
+    step_tolerance: float = 1e-12
+    tolerance: float = 1e-13
+    acceptable: float = 1e-9
+    newton_switch: float = 1e-5
+    slow_iterations: int = 5
+    active_tolerance: float = 1e-10
+
+
+@dataclass
+class DirectResult:
+    """Outcome of :func:`solve`; never NaN: failures are a ``status`` with the best iterate.
+
+    theta : DD (n_c, nv) control points (hi + lo); ``control_points`` rounds them.
+    costs : (n_terms,) raw sub-costs c_i; weights (n_terms,); cost = weights @ costs
+    stationarity_abs / stationarity_rel : KKT residual, absolute and relative
+    multipliers : list of dicts (time, joint, bound, value) of the active joint limits
+    history : list of dicts (iteration, mode, cost, step, alpha, stationarity)
+    """
+    problem: object
+    weights: np.ndarray
+    theta: object
+    status: str
+    iterations: int
+    solve_seconds: float
+    cost: float
+    costs: np.ndarray
+    stationarity_abs: float
+    stationarity_rel: float
+    multipliers: list = field(default_factory=list)
+    history: list = field(default_factory=list)
+
+    @property
+    def control_points(self):
+        return self.theta.value()
+
+    def terms(self):
+        """Per term: name, weight, raw and weighted cost."""
+        return [{"name": t.name, "weight": float(w), "raw": float(c), "weighted": float(w * c)}
+                for t, w, c in zip(self.problem.terms, self.weights, self.costs)]
+
+    def sample(self, times, max_derivative=3):
+        """Raw stack q, ..., q^(max_derivative) at ``times``: (len(times), K, nv)."""
+        return self.problem.spline.evaluate(self.theta, times, max_derivative)
+
+
+def check_weights(weights, n_terms):
+    """Weights as a float array: one finite non-negative value per term, not all zero."""
+    try:
+        w = np.asarray(weights, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        raise ValueError(f"weights: expected {n_terms} numbers, got {weights!r}") from None
+    if w.size != n_terms:
+        raise ValueError(f"weights: expected {n_terms} (one per cost), got {w.size}")
+    if not np.all(np.isfinite(w)) or np.any(w < 0) or not np.any(w > 0):
+        raise ValueError(f"weights: expected finite non-negative values, not all zero, "
+                         f"got {w.tolist()}")
+    return w
+
+
+class _Limits:
+    """The linear limit constraints a_k^T dx <= b_k of one iterate (upper rows, then lower
+    rows with the sign flipped), restricted to finite bounds."""
+
+    def __init__(self, problem, theta):
+        A = problem.limit_matrix_free()
+        q = problem.limit_positions(theta).ravel()
+        n_nodes = len(problem.limit_times)
+        upper = np.tile(problem.upper, n_nodes)
+        lower = np.tile(problem.lower, n_nodes)
+        up, lo = np.flatnonzero(np.isfinite(upper)), np.flatnonzero(np.isfinite(lower))
+        self.rows = np.concatenate([up, lo])
+        self.sign = np.concatenate([np.ones(len(up)), -np.ones(len(lo))])
+        self.A = (A[self.rows].multiply(self.sign[:, None])).tocsr() if len(self.rows) \
+            else A[:0]
+        self.b = np.concatenate([upper[up] - q[up], q[lo] - lower[lo]])
+        self.nv = problem.model.nv
+        self.times = problem.limit_times
+
+    def active(self, tolerance):
+        return np.flatnonzero(self.b <= tolerance)
+
+    def describe(self, k, value, problem):
+        node, joint = divmod(int(self.rows[k]), self.nv)
+        return {"time": float(self.times[node]), "joint": problem.model.joint_names[joint],
+                "bound": "upper" if self.sign[k] > 0 else "lower", "value": float(value)}
+
+
+def kkt_residual(gradient, limits, active):
+    """min over mu >= 0 of |g + A_act^T mu| (NNLS); returns (residual vector, mu)."""
+    if len(active) == 0:
+        return gradient, np.zeros(0)
+    At = limits.A[active].toarray().T
+    mu, _ = nnls(At, -gradient, maxiter=50 * max(1, len(active)))
+    return gradient + At @ mu, mu
+
+
+def _step_matrix(problem, ev, mode, options):
+    """(Cholesky factor, band) of the step's quadratic model on the free variables: the
+    Newton Hessian where it is positive definite, else the damped Gauss-Newton matrix
+    (positive definite: the joint terms' weights make it so, and the damping otherwise)."""
+    free = problem.free_slice
+    if mode == "newton":
+        band = problem.layout.restrict(ev.band, free.start, free.stop)
+        try:
+            return BandedCholesky(band), band
+        except LinAlgError:
+            pass
+    band = problem.layout.restrict(ev.gauss_newton_band, free.start, free.stop)
+    band = problem.layout.add_diagonal(band, options.damping)
+    try:
+        return BandedCholesky(band), band
+    except LinAlgError:
+        scale = max(float(np.max(band[problem.layout.u])), 1.0)
+        band = problem.layout.add_diagonal(band, 1e-10 * scale)
+        return BandedCholesky(band), band
+
+
+def active_set_step(chol, band, g, limits, working, tolerance, max_iterations=200):
+    """Primal active-set solution of min g^T d + 1/2 d^T H d s.t. A d <= b, from d = 0
+    (feasible) and the constraints of ``working`` that are active at d = 0.
+    Returns (d, working set)."""
+    d = np.zeros_like(g)
+    W = [k for k in working if limits.b[k] <= tolerance]
+    for _ in range(max_iterations):
+        gk = g + band_matvec(band, d)
+        p, mu = _equality_step(chol, gk, limits, W)
+        if np.max(np.abs(p)) <= 1e-15 * (1.0 + np.max(np.abs(d))):
+            if len(mu) == 0 or np.min(mu) >= 0:
+                return d, W
+            W.pop(int(np.argmin(mu)))
+            continue
+        alpha, blocking = 1.0, None
+        if limits.A.shape[0]:
+            Ap = limits.A @ p
+            slack = limits.b - limits.A @ d
+            candidates = np.flatnonzero(Ap > 1e-300)
+            candidates = candidates[~np.isin(candidates, W)]
+            if candidates.size:
+                ratios = np.maximum(slack[candidates], 0.0) / Ap[candidates]
+                i = int(np.argmin(ratios))
+                if ratios[i] < 1.0:
+                    alpha, blocking = float(ratios[i]), int(candidates[i])
+        d = d + alpha * p
+        if blocking is None:
+            if not W:
+                return d, W
+        else:
+            W.append(blocking)
+    return d, W
+
+
+def _equality_step(chol, g, limits, W):
+    """min 1/2 p^T H p + g^T p s.t. A_W p = 0 by the Schur complement:
+    p = -H^-1 (g + A_W^T mu), (A_W H^-1 A_W^T) mu = -A_W H^-1 g."""
+    Hg = chol.solve(g)
+    if not W:
+        return -Hg, np.zeros(0)
+    AW = limits.A[W].toarray()
+    HA = chol.solve(AW.T)
+    mu = np.linalg.lstsq(AW @ HA, -(AW @ Hg), rcond=None)[0]
+    return -(Hg + HA @ mu), mu
+
+
+def solve(problem, weights, theta0=None, options=SolverOptions(), progress=None):
+    """Optimize the motion of ``problem`` for ``weights``; returns a :class:`DirectResult`.
+
+    theta0 : DD or (n_c, nv) float64 start (default ``problem.initial_theta()``); its fixed
+        rows are replaced by the boundary conditions.
+    progress : optional callable(dict) called once per iteration (iteration, mode, cost,
+        step, stationarity).
+    """
+    w = check_weights(weights, len(problem.terms))
+    started = time.perf_counter()
+    theta = problem.initial_theta() if theta0 is None else _with_boundary(problem, theta0)
+    dynamic = any(t.kind != "joint" for t in problem.terms)
+    mode = "gauss_newton"
+    history, working = [], []
+    status = "max_iterations"
+    free = problem.free_slice
+    ev = problem.evaluate(theta, w, hessian=mode)
+    limits = _Limits(problem, theta)
+    stat, mu, active = _stationarity(problem, ev, w, limits, options)
+    slow = stalls = 0
+    iteration = 0
+    for iteration in range(1, options.max_iterations + 1):
+        if stat[1] <= options.tolerance:
+            status = "converged"
+            break
+        g = ev.gradient.ravel()[free]
+        chol, band = _step_matrix(problem, ev, mode, options)
+        step, working = active_set_step(chol, band, g, limits, working,
+                                        options.active_tolerance)
+        accepted = _line_search(problem, theta, w, ev, step, stat, options, limits)
+        if accepted is None:
+            if mode == "gauss_newton" and dynamic:
+                mode = "newton"
+                ev = problem.evaluate(theta, w, hessian=mode)
+                continue
+            status = "converged" if stat[1] <= options.acceptable else "stalled"
+            break
+        theta, alpha = accepted
+        step_norm = float(np.max(np.abs(alpha * step)))
+        limits = _Limits(problem, theta)
+        ev = problem.evaluate(theta, w, hessian=mode)
+        new_stat, mu, active = _stationarity(problem, ev, w, limits, options)
+        slow = slow + 1 if new_stat[1] > 0.9 * stat[1] else 0
+        stalls = stalls + 1 if new_stat[1] >= 0.5 * stat[1] else 0
+        stat = new_stat
+        entry = {"iteration": iteration, "mode": mode, "cost": ev.cost, "step": step_norm,
+                 "alpha": alpha, "stationarity": stat[1]}
+        history.append(entry)
+        if progress is not None:
+            progress(entry)
+        if dynamic and mode == "gauss_newton" and (stat[1] <= options.newton_switch
+                                                   or slow >= options.slow_iterations):
+            mode = "newton"
+            ev = problem.evaluate(theta, w, hessian=mode)
+        at_floor = stat[1] <= options.acceptable and (stalls >= 3 or mode == "newton" and stalls)
+        if step_norm <= options.step_tolerance * max(1.0, float(np.max(np.abs(theta.hi)))) \
+                or at_floor:
+            status = "converged" if stat[1] <= options.acceptable else "stalled"
+            break
+    else:
+        iteration = options.max_iterations
+    if status == "max_iterations" and stat[1] <= options.tolerance:
+        status = "converged"
+    multipliers = [limits.describe(k, m, problem) for k, m in zip(active, mu) if m > 0]
+    return DirectResult(problem=problem, weights=w, theta=theta, status=status,
+                        iterations=len(history), solve_seconds=time.perf_counter() - started,
+                        cost=float(ev.cost), costs=ev.costs, stationarity_abs=stat[0],
+                        stationarity_rel=stat[1], multipliers=multipliers, history=history)
+
+
+def _with_boundary(problem, theta0):
+    from ioc.bspline import DD
+    theta = theta0 if isinstance(theta0, DD) else DD.of(np.asarray(theta0, dtype=float))
+    if theta.hi.shape != (problem.spline.n_control, problem.model.nv):
+        raise ValueError(f"theta0: expected shape {(problem.spline.n_control, problem.model.nv)}"
+                         f", got {theta.hi.shape}")
+    fixed = problem.initial_theta()
+    hi, lo = theta.hi.copy(), theta.lo.copy()
+    a, b = problem.free_rows
+    hi[:a], lo[:a] = fixed.hi[:a], fixed.lo[:a]
+    hi[b:], lo[b:] = fixed.hi[b:], fixed.lo[b:]
+    return DD(hi, lo)
+
+
+def _stationarity(problem, ev, w, limits, options):
+    """((absolute, relative) KKT residual, multipliers, active constraint indices)."""
+    free = problem.free_slice
+    g = ev.gradient.ravel()[free]
+    active = limits.active(options.active_tolerance) if problem.constraints == "exact" \
+        else np.zeros(0, dtype=int)
+    residual, mu = kkt_residual(g, limits, active)
+    scale = float(np.max([np.linalg.norm(wi * gi.ravel()[free])
+                          for wi, gi in zip(w, ev.grads)]))
+    gross = float(np.linalg.norm(ev.gross_gradient.ravel()[free]))
+    if scale <= 1e-8 * gross:
+        scale = gross
+    scale = max(scale, 1e-300)
+    absolute = float(np.linalg.norm(residual))
+    return (absolute, absolute / scale), mu, active
+
+
+def _line_search(problem, theta, w, ev, step, stat, options, limits):
+    """Backtracking along ``step`` with Armijo's rule on the cost (cost-only evaluations),
+    doubling a full step while the cost keeps falling and the limits allow (long curved
+    valleys); where the cost change is below its rounding (near the optimum) a step that
+    lowers the stationarity is taken. Returns (theta, alpha) or None."""
+    g = ev.gradient.ravel()[problem.free_slice]
+    slope = float(g @ step)
+    rounding = 1e-13 * abs(ev.cost)
+    alpha = 1.0
+    for _ in range(40):
+        candidate = problem.with_free_step(theta, alpha * step)
+        cost = problem.cost(candidate, w)
+        if cost <= ev.cost + 1e-4 * alpha * slope:
+            if alpha == 1.0:
+                return _extrapolate(problem, theta, w, step, candidate, cost, limits)
+            return candidate, alpha
+        if abs(cost - ev.cost) <= rounding:
+            ev_new = problem.evaluate(candidate, w)
+            new_stat, _, _ = _stationarity(problem, ev_new, w, _Limits(problem, candidate),
+                                           options)
+            if new_stat[1] < stat[1]:
+                return candidate, alpha
+        alpha *= 0.5
+    return None
+
+
+def _extrapolate(problem, theta, w, step, candidate, cost, limits, max_alpha=16.0):
+    """Double an accepted full step while the cost falls and the limits hold."""
+    alpha = 1.0
+    if limits.A.shape[0]:
+        Ap = limits.A @ step
+        positive = Ap > 0
+        if np.any(positive):
+            max_alpha = min(max_alpha, float(np.min(limits.b[positive] / Ap[positive])))
+    while 2 * alpha <= max_alpha:
+        trial = problem.with_free_step(theta, 2 * alpha * step)
+        trial_cost = problem.cost(trial, w)
+        if not trial_cost < cost:
+            break
+        alpha, candidate, cost = 2 * alpha, trial, trial_cost
+    return candidate, alpha

@@ -1,0 +1,75 @@
+"""Band storage of spline normal matrices against dense assembly (numpy, scipy)."""
+import numpy as np
+import pytest
+
+from ioc.banded import (BandedCholesky, BandLayout, band_matvec, band_to_dense,
+                        chain_gradient, chain_hessian_blocks)
+
+
+def random_local_problem(rng, n_samples=17, n_control=9, degree=3, nv=2, K=3):
+    first = rng.integers(0, n_control - degree, n_samples)
+    values = rng.normal(size=(n_samples, K, degree + 1))
+    return first, values
+
+
+def dense_chain_matrix(first, values, n_control, nv):
+    """B_m (K nv, n_c nv) of every sample, written out densely (the reference)."""
+    N, K, n_local = values.shape
+    B = np.zeros((N, K, nv, n_control, nv))
+    for m in range(N):
+        for a in range(n_local):
+            for j in range(nv):
+                B[m, :, j, first[m] + a, j] = values[m, :, a]
+    return B.reshape(N, K * nv, n_control * nv)
+
+
+def test_chain_gradient_and_band_assembly_match_dense_products():
+    rng = np.random.default_rng(1)
+    n_control, degree, nv, K = 9, 3, 2, 3
+    first, values = random_local_problem(rng, n_control=n_control, degree=degree, nv=nv, K=K)
+    N = len(first)
+    B = dense_chain_matrix(first, values, n_control, nv)
+    gs = rng.normal(size=(N, K, nv))
+    expected = np.einsum("mab,ma->b", B, gs.reshape(N, -1)).reshape(n_control, nv)
+    # exact products of O(1) numbers: round-off only
+    assert np.allclose(chain_gradient(first, values, gs, n_control), expected, rtol=0, atol=1e-12)
+
+    root = rng.normal(size=(N, K * nv, K * nv))
+    G = np.einsum("mab,mcb->mac", root, root)           # symmetric PSD stack Hessians
+    blocks = chain_hessian_blocks(values, G.reshape(N, K, nv, K, nv))
+    layout = BandLayout(n_control, degree, nv)
+    dense = band_to_dense(layout.assemble(first, blocks))
+    expected = np.einsum("mab,mac,mcd->bd", B, G, B)
+    assert np.allclose(dense, expected, rtol=0, atol=1e-10)
+
+
+def test_restrict_solve_and_matvec_agree_with_dense_linear_algebra():
+    rng = np.random.default_rng(2)
+    n_control, degree, nv = 10, 2, 3
+    first, values = random_local_problem(rng, n_samples=40, n_control=n_control,
+                                         degree=degree, nv=nv, K=1)
+    G = np.zeros((len(first), 1, nv, 1, nv))
+    G[:, 0, np.arange(nv), 0, np.arange(nv)] = 1.0
+    layout = BandLayout(n_control, degree, nv)
+    ab = layout.add_diagonal(layout.assemble(first, chain_hessian_blocks(values, G)), 1e-3)
+    start, stop = 2 * nv, 8 * nv
+    sub = layout.restrict(ab, start, stop)
+    dense = band_to_dense(ab)[start:stop, start:stop]
+    assert np.array_equal(band_to_dense(sub), dense)
+    b = rng.normal(size=(stop - start, 2))
+    assert np.allclose(band_matvec(sub, b), dense @ b, rtol=1e-12, atol=1e-12)
+    x = BandedCholesky(sub).solve(b)
+    # conditioning of a random least-squares normal matrix, ~1e6 at most
+    assert np.allclose(dense @ x, b, rtol=0, atol=1e-8)
+
+
+def test_band_layout_bandwidth_is_local_support():
+    layout = BandLayout(n_control=50, degree=5, nv=3)
+    assert layout.u == 6 * 3 - 1 and layout.size == 150
+
+
+@pytest.mark.parametrize("n", [1, 5])
+def test_band_to_dense_of_diagonal(n):
+    ab = np.zeros((3, n))
+    ab[2] = np.arange(1, n + 1)
+    assert np.array_equal(band_to_dense(ab), np.diag(np.arange(1.0, n + 1)))

@@ -1,0 +1,232 @@
+"""The direct problem against closed forms (minimum-jerk quintics), central finite
+differences of every sub-cost gradient, and the paper's 3-DoF and 7-DoF experiments."""
+import numpy as np
+import pytest
+
+import cmtm
+import kinematic_trees as kt
+from ioc.banded import band_to_dense
+from ioc.bspline import DD
+from ioc.costs import NAMED_TERMS
+from ioc.direct import solve
+from ioc.problem import MotionProblem
+
+PAPER = dict(duration=2.0, samples=200, degree=5, control_points=50, start=1.57, goal=-1.57,
+             rest_order=1, limits=(-np.pi, np.pi))
+CASES = {"a": ("joint_velocity", "joint_acceleration", "joint_jerk"),
+         "b": ("joint_velocity", "joint_acceleration", "joint_jerk", "joint_torque"),
+         "c": ("joint_velocity", "joint_acceleration", "joint_jerk", "joint_torque",
+               "joint_torque_rate")}
+
+
+@pytest.fixture(scope="session")
+def paper_solutions(chain3):
+    """The paper's 3-DoF cases (a), (b), (c), equal weights, solved once per session."""
+    out = {}
+    for case, costs in CASES.items():
+        problem = MotionProblem(chain3, costs, **PAPER)
+        out[case] = solve(problem, np.ones(len(costs)))
+    return out
+
+
+def quintic(s):
+    return s ** 3 * (10 - 15 * s + 6 * s ** 2)
+
+
+def test_minimum_jerk_rest_order_2_is_the_quintic(chain3):
+    q0, q1, T = np.array([0.3, -1.0, 2.0]), np.array([-0.2, 0.5, 1.0]), 1.5
+    problem = MotionProblem(chain3, "joint_jerk", duration=T, degree=5, control_points=12,
+                            start=q0, goal=q1, rest_order=2, integration="gauss", limits="none")
+    result = solve(problem, [1.0])
+    assert result.status == "converged"
+    t = np.linspace(0, T, 31)
+    q = result.sample(t, 0)[:, 0]
+    expected = q0 + (q1 - q0) * quintic(t / T)[:, None]
+    assert np.max(np.abs(q - expected)) <= 1e-8
+    # 1/2 int q'''^2 dt of the quintic = 360 dq^2 / T^5 per joint; Gauss rule is exact here
+    exact = np.sum(360 * (q1 - q0) ** 2 / T ** 5)
+    assert abs(result.cost - exact) <= 1e-8 * exact
+
+
+def test_minimum_jerk_rest_order_1_has_zero_jerk_at_the_ends(chain3):
+    """With q'' free at the ends the natural boundary conditions are q'''(0) = q'''(T) = 0:
+    solve the 6x6 system for that quintic here."""
+    q0, q1, T = 1.0, -0.5, 2.0
+    problem = MotionProblem(chain3, "joint_jerk", duration=T, degree=5, control_points=15,
+                            start=q0, goal=q1, rest_order=1, integration="gauss", limits="none")
+    result = solve(problem, [1.0])
+    rows = []
+    for t, d in [(0, 0), (T, 0), (0, 1), (T, 1), (0, 3), (T, 3)]:
+        rows.append([np.prod(range(n - d + 1, n + 1)) * t ** (n - d) if n >= d else 0.0
+                     for n in range(6)])
+    coef = np.linalg.solve(np.array(rows, dtype=float), [q0, q1, 0, 0, 0, 0])
+    t = np.linspace(0, T, 41)
+    expected = np.polynomial.polynomial.polyval(t, coef)
+    q = result.sample(t, 0)[:, 0]
+    assert np.max(np.abs(q - expected[:, None])) <= 1e-8
+
+
+@pytest.mark.parametrize("case", ["a", "b", "c"])
+def test_paper_3dof_case_reaches_stationarity(paper_solutions, case):
+    result = paper_solutions[case]
+    assert result.status == "converged"
+    assert result.stationarity_rel <= 1e-9
+    assert np.all(np.isfinite(result.control_points))
+
+
+def _torque_stats(result, order):
+    t = np.linspace(0, 2.0, 401)
+    stack = result.sample(t, order + 2)
+    tau = cmtm.inverse_dynamics(result.problem.model, stack, order=order)[:, order]
+    return np.sqrt(np.mean(tau ** 2)), np.max(np.abs(tau))
+
+
+def test_paper_torque_term_lowers_torque_and_torque_rate_term_lowers_its_rate(paper_solutions):
+    rms_a, peak_a = _torque_stats(paper_solutions["a"], 0)
+    rms_b, peak_b = _torque_stats(paper_solutions["b"], 0)
+    assert rms_b < rms_a and peak_b < peak_a
+    rate_b, _ = _torque_stats(paper_solutions["b"], 1)
+    rate_c, _ = _torque_stats(paper_solutions["c"], 1)
+    assert rate_c < rate_b
+
+
+def test_paper_link_space_terms_converge(chain3):
+    costs = ("link_velocity", "link_acceleration", "link_jerk", "joint_torque")
+    result = solve(MotionProblem(chain3, costs, **PAPER), np.ones(4))
+    assert result.status == "converged" and result.stationarity_rel <= 1e-9
+
+
+@pytest.mark.slow
+def test_paper_7dof_panda_converges(panda):
+    costs = CASES["b"]
+    result = solve(MotionProblem(panda, costs, **PAPER), [1, 1, 1, 0.01])
+    assert result.status == "converged" and result.stationarity_rel <= 1e-9
+
+
+def test_active_joint_limit_holds_with_nonnegative_multiplier(chain3):
+    """Unconstrained, the minimum acceleration + torque motion of joint 2 from 1 to -1 rad
+    first swings up past 2 rad (against gravity's lever); with an upper limit halfway it
+    must touch the limit and stay below it."""
+    kwargs = dict(duration=2.0, samples=60, control_points=14, start=[0.0, 1.0, 0.0],
+                  goal=[0.0, -1.0, 0.0], rest_order=1)
+    costs = ("joint_acceleration", "joint_torque")
+    free = solve(MotionProblem(chain3, costs, limits="none", **kwargs), [1, 1])
+    peak = np.max(free.sample(np.linspace(0, 2, 60), 0)[:, 0, 1])
+    assert peak > 1.5, "the test needs an unconstrained excursion"
+    bound = 0.5 * (1.0 + peak)
+    limits = ([-np.pi, -np.pi, -np.pi], [np.pi, bound, np.pi])
+    problem = MotionProblem(chain3, costs, limits=limits, **kwargs)
+    result = solve(problem, [1, 1])
+    q = problem.limit_positions(result.theta)
+    assert result.status == "converged" and result.stationarity_rel <= 1e-9
+    assert np.max(q[:, 1]) <= bound + 1e-9
+    assert np.max(q[:, 1]) >= bound - 1e-9, "the limit must be active"
+    assert result.multipliers and all(m["value"] > 0 for m in result.multipliers)
+    assert all(m["joint"] == "joint2" and m["bound"] == "upper" for m in result.multipliers)
+
+
+# --- gradients against central finite differences ---
+
+def _fd_gradient(problem, theta, weights, h=1e-6):
+    base = theta.value()
+    grad = np.zeros_like(base)
+    for i in range(base.shape[0]):
+        for j in range(base.shape[1]):
+            plus, minus = base.copy(), base.copy()
+            plus[i, j] += h
+            minus[i, j] -= h
+            grad[i, j] = (problem.evaluate(DD.of(plus), weights).cost
+                          - problem.evaluate(DD.of(minus), weights).cost) / (2 * h)
+    return grad
+
+
+@pytest.mark.parametrize("term", list(NAMED_TERMS) + ["joint_velocity:3", "joint_torque:2",
+                                                       "link_velocity[link2]"])
+def test_subcost_gradient_matches_central_fd(tree12, term):
+    spec = term.replace("link2", tree12.link_names[3])
+    problem = MotionProblem(tree12, spec, duration=1.0, samples=6, degree=5,
+                            control_points=7, rest_order=0, limits="none",
+                            constraints="penalty", penalty=0.0)
+    rng = np.random.default_rng(3)
+    theta = DD.of(rng.uniform(-1, 1, (7, tree12.nv)))
+    ev = problem.evaluate(theta, [1.0])
+    fd = _fd_gradient(problem, theta, [1.0])
+    scale = np.max(np.abs(fd))
+    # central FD, h = 1e-6: truncation h^2 |c'''| and round-off eps |c| / h
+    assert np.max(np.abs(ev.grads[0] - fd)) <= 1e-6 * max(scale, 1.0)
+
+
+def _fd_hessian(problem, theta, weights, h):
+    """Central differences of the exact gradient, one control-point entry at a time."""
+    base = theta.value()
+    n = base.size
+    fd = np.zeros((n, n))
+    for k in range(n):
+        e = np.zeros(n)
+        e[k] = h
+        gp = problem.evaluate(DD.of(base + e.reshape(base.shape)), weights).gradient
+        gm = problem.evaluate(DD.of(base - e.reshape(base.shape)), weights).gradient
+        fd[:, k] = (gp - gm).ravel() / (2 * h)
+    return fd
+
+
+def test_gauss_newton_matrix_of_joint_terms_is_the_exact_hessian(chain3):
+    problem = MotionProblem(chain3, ("joint_velocity", "joint_jerk"), duration=1.0, samples=8,
+                            control_points=9, rest_order=1, limits="none")
+    theta = problem.initial_theta()
+    H = band_to_dense(problem.evaluate(theta, [1.0, 2.0], hessian="gauss_newton").band)
+    fd = _fd_hessian(problem, theta, [1.0, 2.0], 1e-4)
+    # the cost is quadratic: central differences of the gradient are exact up to round-off
+    assert np.max(np.abs(H - fd)) <= 1e-6 * np.max(np.abs(H))
+
+
+def test_newton_hessian_matches_fd_of_gradients(tree12):
+    problem = MotionProblem(tree12, ("joint_torque_rate",), duration=1.0, samples=5,
+                            degree=5, control_points=7, rest_order=0, limits="none",
+                            constraints="penalty", penalty=0.0)
+    theta = DD.of(np.random.default_rng(5).uniform(-1, 1, (7, tree12.nv)))
+    H = band_to_dense(problem.evaluate(theta, [1.0], hessian="newton").band)
+    fd = _fd_hessian(problem, theta, [1.0], 1e-5)
+    # two nested central differences (stack step 6e-6, control step 1e-5)
+    assert np.max(np.abs(H - fd)) <= 1e-5 * np.max(np.abs(H))
+
+
+def test_urdf_branching_tree_with_prismatic_joint_optimizes(tree12):
+    costs = ("joint_jerk", "joint_torque_rate", "link_velocity")
+    problem = MotionProblem(tree12, costs, duration=1.0, samples=30, control_points=10,
+                            start=0.2, goal=-0.2, limits="none")
+    result = solve(problem, [1.0, 1e-3, 1.0])
+    assert result.status == "converged" and result.stationarity_rel <= 1e-9
+
+
+# --- bad input ---
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(costs="joint_snapp"), "cost: expected one of"),
+    (dict(costs="joint_velocity:2[link1]"), "link subset"),
+    (dict(costs="joint_jerk", degree=3), "use degree >= 4"),
+    (dict(costs="joint_velocity:4", degree=5), "use degree >= 6"),
+    (dict(costs="joint_jerk", control_points=4), "control"),
+    (dict(costs="joint_jerk", start=4.0, limits=(-3, 3)), "start: expected values within"),
+    (dict(costs="joint_jerk", goal=[0.0, np.nan, 0.0]), "goal: expected"),
+    (dict(costs="joint_jerk", integration="simpson"), "integration: expected"),
+    (dict(costs="joint_jerk", constraints="soft"), "constraints: expected"),
+    (dict(costs="joint_jerk", samples=1), "samples: expected"),
+    (dict(costs="joint_jerk", duration=float("nan")), "duration"),
+    (dict(costs="joint_jerk", rest_order=5), "rest_order"),
+])
+def test_bad_problem_is_a_clear_value_error(chain3, kwargs, message):
+    kwargs = dict(kwargs)
+    costs = kwargs.pop("costs")
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("(", r"\(")):
+        MotionProblem(chain3, costs, **kwargs)
+
+
+@pytest.mark.parametrize("weights, message", [
+    ([1.0], "expected 2"), ([1.0, -1.0], "non-negative"), ([0.0, 0.0], "not all zero"),
+    ([1.0, np.nan], "finite"),
+])
+def test_bad_weights_are_a_clear_value_error(chain3, weights, message):
+    problem = MotionProblem(chain3, "joint_velocity,joint_jerk", samples=10, control_points=8)
+    with pytest.raises(ValueError, match=message):
+        solve(problem, weights)
