@@ -7,6 +7,19 @@ import numpy as np
 import pytest
 
 import kinematic_trees as kt
+from ioc.direct import solve
+from ioc.problem import MotionProblem
+
+PAPER = dict(duration=2.0, samples=200, degree=5, control_points=50, start=1.57, goal=-1.57,
+             rest_order=1, limits=(-np.pi, np.pi))
+"""The paper's §8.3 setting: T = 2 s, 200 samples, quintic spline, 50 control points,
+1.57 -> -1.57 rad with zero end velocities, limits [-pi, pi]."""
+CASES = {"a": ("joint_velocity", "joint_acceleration", "joint_jerk"),
+         "b": ("joint_velocity", "joint_acceleration", "joint_jerk", "joint_torque"),
+         "c": ("joint_velocity", "joint_acceleration", "joint_jerk", "joint_torque",
+               "joint_torque_rate")}
+PANDA_WEIGHTS = (1.0, 1.0, 1.0, 0.01)
+"""The paper's 7-DoF weights: velocity, acceleration, jerk, torque / 100."""
 
 
 @pytest.fixture(scope="session")
@@ -42,3 +55,16 @@ def random_stack(model, n_orders, n_samples=None, seed=0, scale=1.0):
     rng = np.random.default_rng(seed)
     shape = (n_orders, model.nv) if n_samples is None else (n_samples, n_orders, model.nv)
     return scale * rng.uniform(-1.0, 1.0, size=shape)
+
+
+@pytest.fixture(scope="session")
+def paper_solutions(chain3):
+    """The paper's 3-DoF cases (a), (b), (c), equal weights, solved once per session."""
+    return {case: solve(MotionProblem(chain3, costs, **PAPER), np.ones(len(costs)))
+            for case, costs in CASES.items()}
+
+
+@pytest.fixture(scope="session")
+def panda_solution(panda):
+    """The paper's 7-DoF case: case (b)'s terms with the torque weight / 100."""
+    return solve(MotionProblem(panda, CASES["b"], **PAPER), PANDA_WEIGHTS)

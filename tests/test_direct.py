@@ -10,24 +10,7 @@ from ioc.bspline import DD
 from ioc.costs import NAMED_TERMS
 from ioc.direct import solve
 from ioc.problem import MotionProblem
-
-PAPER = dict(duration=2.0, samples=200, degree=5, control_points=50, start=1.57, goal=-1.57,
-             rest_order=1, limits=(-np.pi, np.pi))
-CASES = {"a": ("joint_velocity", "joint_acceleration", "joint_jerk"),
-         "b": ("joint_velocity", "joint_acceleration", "joint_jerk", "joint_torque"),
-         "c": ("joint_velocity", "joint_acceleration", "joint_jerk", "joint_torque",
-               "joint_torque_rate")}
-
-
-@pytest.fixture(scope="session")
-def paper_solutions(chain3):
-    """The paper's 3-DoF cases (a), (b), (c), equal weights, solved once per session."""
-    out = {}
-    for case, costs in CASES.items():
-        problem = MotionProblem(chain3, costs, **PAPER)
-        out[case] = solve(problem, np.ones(len(costs)))
-    return out
-
+from conftest import PAPER, CASES
 
 def quintic(s):
     return s ** 3 * (10 - 15 * s + 6 * s ** 2)
@@ -96,11 +79,8 @@ def test_paper_link_space_terms_converge(chain3):
     assert result.status == "converged" and result.stationarity_rel <= 1e-9
 
 
-@pytest.mark.slow
-def test_paper_7dof_panda_converges(panda):
-    costs = CASES["b"]
-    result = solve(MotionProblem(panda, costs, **PAPER), [1, 1, 1, 0.01])
-    assert result.status == "converged" and result.stationarity_rel <= 1e-9
+def test_paper_7dof_panda_converges(panda_solution):
+    assert panda_solution.status == "converged" and panda_solution.stationarity_rel <= 1e-9
 
 
 def test_active_joint_limit_holds_with_nonnegative_multiplier(chain3):
