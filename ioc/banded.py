@@ -102,3 +102,15 @@ class BandedCholesky:
 
     def solve(self, b):
         return cho_solve_banded((self.factor, False), b)
+
+
+def band_columns(ab, columns):
+    """Dense columns A[:, columns] (n, len(columns)) of the symmetric band matrix."""
+    u, n = ab.shape[0] - 1, ab.shape[1]
+    out = np.zeros((n, len(columns)))
+    for k, c in enumerate(columns):
+        rows = np.arange(max(0, c - u), c + 1)            # upper part: A[r, c], r <= c
+        out[rows, k] = ab[u + rows - c, c]
+        below = np.arange(c + 1, min(n, c + u + 1))       # A[r, c] = A[c, r], r > c
+        out[below, k] = ab[u + c - below, below]
+    return out

@@ -99,10 +99,16 @@ def _link_indices(model, text, spec):
     return tuple(sorted({model.link_names.index(name) for name in names}))
 
 
+def split_names(text):
+    """Cost names of a comma-separated string, split at the commas outside brackets so
+    that link subsets such as ``link_velocity[link1,link3]`` stay whole."""
+    return [name.strip() for name in re.split(r",(?![^\[]*\])", text) if name.strip()]
+
+
 def parse_terms(specs, model):
     """Cost terms from a comma-separated string or a sequence of names."""
     if isinstance(specs, str):
-        specs = [s for s in specs.split(",") if s.strip()]
+        specs = split_names(specs)
     terms = tuple(parse_term(spec, model) for spec in specs)
     if not terms:
         raise ValueError("costs: expected at least one cost name, got none")

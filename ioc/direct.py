@@ -170,7 +170,7 @@ def active_set_step(chol, band, g, limits, working, tolerance, max_iterations=20
     for _ in range(max_iterations):
         gk = g + band_matvec(band, d)
         p, mu = _equality_step(chol, gk, limits, W)
-        if np.max(np.abs(p)) <= 1e-15 * (1.0 + np.max(np.abs(d))):
+        if np.max(np.abs(p)) <= 1e-11 * (1.0 + np.max(np.abs(d))):
             if len(mu) == 0 or np.min(mu) >= 0:
                 return d, W
             W.pop(int(np.argmin(mu)))

@@ -23,6 +23,7 @@ penalties on their violation.
 Joint limits lower <= q_j(t_c) <= upper are imposed at the N uniform nodes t_c over [0, T]
 inclusive (the samples of ``trajectory.csv``); between nodes the spline is not checked.
 """
+import copy
 from dataclasses import dataclass
 from numbers import Integral, Real
 
@@ -170,6 +171,21 @@ class MotionProblem:
                 raise ValueError(f"{name}: expected values within the joint limits, got "
                                  f"{value[j]:g} for {self.model.joint_names[j]} outside "
                                  f"[{self.lower[j]:g}, {self.upper[j]:g}]")
+
+    def with_boundary(self, start, goal):
+        """The same problem with other start and goal positions (validated)."""
+        other = copy.copy(self)
+        other.start = _per_joint("start", start, self.model.nv)
+        other.goal = _per_joint("goal", goal, self.model.nv)
+        other._check_boundary_within_limits()
+        return other
+
+    @property
+    def fixed_rows(self):
+        """Control-point rows fixed by the boundary conditions (exact constraints):
+        (rows equal to start, rows equal to goal)."""
+        a, b = self.free_rows
+        return np.arange(a), np.arange(b, self.spline.n_control)
 
     @property
     def free_slice(self):

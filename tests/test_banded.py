@@ -73,3 +73,15 @@ def test_band_to_dense_of_diagonal(n):
     ab = np.zeros((3, n))
     ab[2] = np.arange(1, n + 1)
     assert np.array_equal(band_to_dense(ab), np.diag(np.arange(1.0, n + 1)))
+
+
+def test_band_columns_are_the_dense_columns():
+    rng = np.random.default_rng(4)
+    n, u = 12, 3
+    A = rng.normal(size=(n, n))
+    A = np.triu(np.tril(A + A.T, u), -u)
+    ab = np.zeros((u + 1, n))
+    for d in range(u + 1):
+        ab[u - d, d:] = np.diag(A, d)
+    from ioc.banded import band_columns
+    assert np.array_equal(band_columns(ab, [0, 5, 11]), A[:, [0, 5, 11]])

@@ -1,0 +1,249 @@
+"""The files of ``cmtm optimize`` and their reader (DESIGN.md: a contract).
+
+Every file is written atomically (a temporary file in the output folder, then os.replace).
+
+``result.json`` (one JSON object; floats print with full precision and parse back to the
+same float64; no NaN or inf: an infinite joint limit is ``null``):
+
+====================  ==========================  ==========================================
+key                   type                        meaning
+====================  ==========================  ==========================================
+schema                int                         1, this layout
+status                str                         converged | stalled | max_iterations |
+                                                  line_search_failed (ioc.direct)
+iterations            int                         accepted solver steps
+solve_seconds         float                       wall time of the solve
+model, model_lock     str, {joint: float}         the --model spec as given, --lock values
+joint_names           [str] (nv)                  the model's joints, column order
+costs, weights        [str], [float] (n_terms)    sub-cost names and their weights
+duration, samples     float (s), int              T and N
+degree, knots         int, [float] (n_c + p + 1)  the clamped B-spline's full knot vector
+control_points        [[float]] (n_c, nv)         theta.hi, high parts of the double-double
+control_points_lo     [[float]] (n_c, nv)         theta.lo: theta = hi + lo exactly; readers
+                                                  that ignore lo get the float64 rounding
+quadrature            {rule, times, weights}      nodes t_m and weights omega_m of the costs
+rest_order            int                         R: q^(1..R) = 0 at both ends
+start, goal           [float] (nv)                q(0) and q(T), rad or m
+constraints, penalty  str, float                  exact | penalty, and rho's factor
+limits                {lower, upper, multipliers} per joint bounds (null: none) at the N
+                                                  uniform nodes; multipliers of the active
+                                                  ones: [{time, joint, bound, value}]
+terms                 [{name, weight, raw,        raw sub-cost c_i and weighted = weight * raw
+                      weighted}]
+cost                  float                       sum of the weighted terms (and penalties)
+stationarity          {absolute, relative}        KKT residual at the solution
+history               [{iteration, mode, cost,    one entry per iteration
+                      step, alpha, stationarity}]
+versions              {cmtm, numpy, scipy,        installed versions (null: not installed)
+                      numba}
+====================  ==========================  ==========================================
+
+``trajectory.csv``: a header ``time,<joint>,...`` and N rows at the uniform times
+np.linspace(0, T, N), positions in rad (m for prismatic joints), full precision;
+``ioc.data.read_motion(path, joint_names)`` reads it.
+
+``motion.npz``: ``times`` (N,), ``q`` (N, 4, nv) raw q, q', q'', q''', ``tau`` (N, 2, nv)
+raw tau, tau' (gravity included), ``joint_names`` (nv,) str.
+"""
+import csv
+import importlib.metadata
+import json
+import os
+import secrets
+from functools import partial
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+import cmtm
+from ioc.bspline import DD
+from ioc.direct import check_weights
+from ioc.models import resolve_model
+from ioc.problem import MotionProblem
+
+SCHEMA = 1
+RESULT_FILE, TRAJECTORY_FILE, MOTION_FILE = "result.json", "trajectory.csv", "motion.npz"
+VERSIONED = ("cmtm", "numpy", "scipy", "numba")
+
+
+class MotionSamples(NamedTuple):
+    """An optimized motion at N uniform times over [0, T] inclusive.
+
+    times : (N,) float64 s; q : (N, 4, nv) raw q..q'''; tau : (N, 2, nv) raw tau, tau';
+    joint_names : tuple of nv str.
+    """
+    times: np.ndarray
+    q: np.ndarray
+    tau: np.ndarray
+    joint_names: tuple
+
+
+def motion_samples(result):
+    """:class:`MotionSamples` of a DirectResult at np.linspace(0, T, N)."""
+    problem = result.problem
+    times = np.linspace(0.0, problem.spline.duration, problem.samples)
+    q = result.sample(times, 3)
+    tau = cmtm.inverse_dynamics(problem.model, q, order=1)
+    return MotionSamples(times, q, tau, problem.model.joint_names)
+
+
+# --- result.json --------------------------------------------------------------------------
+
+def result_record(result, model_spec, model_lock):
+    """The result.json object of a DirectResult (table above); ``model_spec`` and
+    ``model_lock`` ({joint: position}) are what :func:`resolve_model` was given."""
+    problem = result.problem
+    spline, quadrature = problem.spline, problem.quadrature
+    return {
+        "schema": SCHEMA, "status": result.status, "iterations": result.iterations,
+        "solve_seconds": result.solve_seconds,
+        "model": model_spec, "model_lock": dict(model_lock),
+        "joint_names": list(problem.model.joint_names),
+        "costs": [term.name for term in problem.terms], "weights": result.weights.tolist(),
+        "duration": spline.duration, "samples": problem.samples,
+        "degree": spline.degree, "knots": spline.knots.tolist(),
+        "control_points": result.theta.hi.tolist(),
+        "control_points_lo": result.theta.lo.tolist(),
+        "quadrature": {"rule": quadrature.rule, "times": quadrature.times.tolist(),
+                       "weights": quadrature.weights.tolist()},
+        "rest_order": problem.rest_order,
+        "start": problem.start.tolist(), "goal": problem.goal.tolist(),
+        "constraints": problem.constraints, "penalty": problem.penalty,
+        "limits": {"lower": _finite_or_null(problem.lower),
+                   "upper": _finite_or_null(problem.upper),
+                   "multipliers": result.multipliers},
+        "terms": result.terms(), "cost": result.cost,
+        "stationarity": {"absolute": result.stationarity_abs,
+                         "relative": result.stationarity_rel},
+        "history": result.history,
+        "versions": {name: _version(name) for name in VERSIONED},
+    }
+
+
+def _finite_or_null(values):
+    return [float(v) if np.isfinite(v) else None for v in values]
+
+
+def _version(distribution):
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def to_json(record):
+    """One line of JSON; floats round-trip (repr); NaN or inf is a ValueError."""
+    return json.dumps(record, allow_nan=False)
+
+
+# --- writing ------------------------------------------------------------------------------
+
+def write_atomically(path, write, binary=False):
+    """Create or replace ``path`` whole: ``write(file)`` fills a temporary file in the same
+    folder (text: UTF-8, no newline translation), which then replaces ``path``."""
+    path = Path(path)
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    try:
+        with open(temp, "xb") if binary else open(temp, "x", encoding="utf-8",
+                                                   newline="") as file:
+            write(file)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
+
+
+def write_result(out_dir, record, motion):
+    """Write result.json, trajectory.csv and motion.npz into ``out_dir`` (created if
+    needed); returns their paths."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [out_dir / name for name in (RESULT_FILE, TRAJECTORY_FILE, MOTION_FILE)]
+    write_atomically(paths[0], lambda file: file.write(to_json(record) + "\n"))
+    write_atomically(paths[1], partial(_write_trajectory, motion=motion))
+    write_atomically(paths[2], partial(_write_motion, motion=motion), binary=True)
+    return paths
+
+
+def _write_trajectory(file, motion):
+    writer = csv.writer(file, lineterminator="\n")
+    writer.writerow(("time",) + tuple(motion.joint_names))
+    writer.writerows(np.column_stack([motion.times, motion.q[:, 0]]).tolist())
+
+
+def _write_motion(file, motion):
+    np.savez(file, times=motion.times, q=motion.q, tau=motion.tau,
+             joint_names=np.array(motion.joint_names, dtype=str))
+
+
+# --- reading ------------------------------------------------------------------------------
+
+def load_result(path):
+    """Rebuild a ``cmtm optimize`` result from its result.json (or the folder holding it).
+
+    Returns (model, problem, weights, theta, record): the CompiledTree of the recorded model
+    spec and lock, the exact MotionProblem (same costs, knots, quadrature, boundary
+    conditions, limits, constraints and penalty), the weights (n_terms,) float64, the
+    control points theta = DD(hi, lo) (n_c, nv) and the parsed record.
+    ValueError naming the file if it is not such a result or no longer fits its model.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / RESULT_FILE
+    record = _read_json(path)
+
+    def get(*keys):
+        return _field(record, keys, path)
+
+    model = resolve_model(get("model"), get("model_lock"))
+    if list(model.joint_names) != get("joint_names"):
+        raise ValueError(f"{path}: expected joints {get('joint_names')} of model "
+                         f"{get('model')!r}, the model now has {list(model.joint_names)}")
+    theta = DD(np.array(get("control_points"), dtype=float),
+               np.array(get("control_points_lo"), dtype=float))
+    if theta.hi.ndim != 2 or theta.hi.shape[1] != model.nv or theta.lo.shape != theta.hi.shape:
+        raise ValueError(f"{path}: expected control_points and control_points_lo of shape "
+                         f"(n_c, {model.nv}), got {theta.hi.shape} and {theta.lo.shape}")
+    limits = (_bounds(get("limits", "lower"), -np.inf), _bounds(get("limits", "upper"), np.inf))
+    problem = MotionProblem(
+        model, get("costs"), duration=get("duration"), samples=get("samples"),
+        degree=get("degree"), control_points=theta.hi.shape[0], start=get("start"),
+        goal=get("goal"), rest_order=get("rest_order"), integration=get("quadrature", "rule"),
+        limits=limits, constraints=get("constraints"), knots=get("knots"),
+        penalty=get("penalty"))
+    weights = check_weights(get("weights"), len(problem.terms))
+    return model, problem, weights, theta, record
+
+
+def _read_json(path):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ValueError(f"{path}: expected a result.json of cmtm optimize, "
+                         f"could not read it ({error.strerror})") from None
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: expected JSON, got {error}") from None
+    if not isinstance(record, dict) or record.get("schema") != SCHEMA:
+        raise ValueError(f"{path}: expected a cmtm optimize result of schema {SCHEMA}, got "
+                         f"{record.get('schema') if isinstance(record, dict) else record!r}")
+    return record
+
+
+def _field(record, keys, path):
+    """record[keys[0]][keys[1]]...; ValueError naming the missing key."""
+    value = record
+    for depth, key in enumerate(keys):
+        if not isinstance(value, dict) or key not in value:
+            raise ValueError(f"{path}: expected the key {'.'.join(keys[:depth + 1])!r} of a "
+                             f"cmtm optimize result, found none")
+        value = value[key]
+    return value
+
+
+def _bounds(values, infinite):
+    """A per-joint bound list with null for ``infinite``."""
+    return np.array([infinite if v is None else v for v in values], dtype=float)
