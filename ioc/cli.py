@@ -2,6 +2,8 @@
 
     cmtm check-jacobians --model M --order k [--samples N] [--seed S] [--tolerance T] [--json]
     cmtm optimize --model M --costs NAME[,NAME...] --weights W[,W...] [--out DIR] [--json]
+    cmtm ioc [--model M] --motion FILE|DIR|PATTERN ... --costs NAME[,NAME...] [--pool]
+             [--estimator kkt|data] [--jobs N] [--backend loky|dask] [--out DIR] [--json]
 
 Models: a built-in name (``two_link_planar``, ``chainN`` such as ``chain3``, ``panda``) or
 a URDF path (``--lock joint=value`` fixes joints such as gripper fingers). Every command
@@ -9,6 +11,7 @@ exits 2 with a one-line error on bad input (argparse's own errors included); ``-
 prints one JSON object.
 """
 import argparse
+import dataclasses
 import json
 import re
 import sys
@@ -16,13 +19,16 @@ from importlib.util import find_spec
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 import cmtm
+from ioc import batch
 from ioc.costs import split_names
 from ioc.direct import check_weights, solve
 from ioc.models import resolve_model
 from ioc.problem import CONSTRAINT_MODES, INTEGRATION_RULES, MotionProblem
 from ioc.results import motion_samples, result_record, to_json, write_result
+from ioc.weights_io import SUMMARY_FILE, WEIGHTS_FILE, write_weights
 
 DEFAULT_TOLERANCE = 1e-6
 """Relative (max-abs / max|J|) bound for structured vs central FD: FD truncation and
@@ -87,8 +93,7 @@ def optimize(args):
     """Optimize a motion for given cost weights (the direct problem) and write its files."""
     problem = build_problem(args)
     weights = check_weights(args.weights, len(problem.terms))
-    if args.out is not None and args.out.exists() and not args.out.is_dir():
-        raise ValueError(f"--out: expected a folder, got the file {args.out}")
+    check_out_folder(args.out)
     result = solve(problem, weights, progress=None if args.quiet else print_progress)
     record = result_record(result, args.model, dict(args.lock))
     written = [] if args.out is None else write_outputs(args, result, record)
@@ -97,6 +102,12 @@ def optimize(args):
     else:
         print_summary(result, written)
     return 0 if result.status == "converged" else 1
+
+
+def check_out_folder(out):
+    """ValueError if ``--out`` names an existing file."""
+    if out is not None and out.exists() and not out.is_dir():
+        raise ValueError(f"--out: expected a folder, got the file {out}")
 
 
 def build_problem(args):
@@ -121,6 +132,12 @@ def write_outputs(args, result, record):
     return paths + plot_motion(args.out, motion)
 
 
+def print_written(paths):
+    """The files written, if any, on stdout."""
+    if paths:
+        print(f"wrote {', '.join(str(path) for path in paths)}")
+
+
 def print_progress(entry):
     """One solver iteration on stderr."""
     print(f"iteration {entry['iteration']:4d}  {entry['mode']:<12}  cost {entry['cost']:.12e}"
@@ -139,8 +156,96 @@ def print_summary(result, written):
               f"{term['weighted']:>20.12e}")
     if result.multipliers:
         print(f"  {len(result.multipliers)} active joint limit(s)")
-    if written:
-        print(f"wrote {', '.join(str(path) for path in written)}")
+    print_written(written)
+
+
+# --- cmtm ioc ------------------------------------------------------------------------------
+
+def recover(args):
+    """Recover cost weights from motions (inverse optimal control): weights.json per trial
+    (ioc.weights_io), summary.csv per batch."""
+    settings = batch.Settings(**{f.name: getattr(args, f.name)
+                                 for f in dataclasses.fields(batch.Settings)})
+    paths = batch.expand_motion(args.motion)
+    batch.check_inputs(paths, settings)
+    check_out_folder(args.out)
+    if args.pool or len(paths) == 1:
+        return recover_one(args, paths, settings)
+    return recover_batch(args, paths, settings)
+
+
+def recover_one(args, paths, settings):
+    """One trial, or the pooled trials: errors are bad input (exit 2)."""
+    record, notices = batch.run_pooled(paths, settings) if args.pool \
+        else batch.run_trial(paths[0], settings)
+    for notice in () if args.quiet else notices:
+        print(f"cmtm ioc: notice: {notice}", file=sys.stderr)
+    written = [] if args.out is None else [write_weights(args.out, record)]
+    if args.json:
+        print(to_json(record))
+    else:
+        print_weights(record, written)
+    return 0
+
+
+def recover_batch(args, paths, settings):
+    """Several trials: a failed trial is reported and the others go on (exit 1 if any
+    failed)."""
+    outcomes = batch.run_batch(paths, settings, out=args.out, progress=not args.quiet,
+                               report=lambda outcome: report_outcome(outcome, args))
+    rows = batch.summary_rows(outcomes, settings)
+    if args.json:
+        trials = [{"trial": o.name, "status": "ok", **o.record} if o.record else
+                  {"trial": o.name, "status": "failed", "source": [o.path], "error": o.error}
+                  for o in outcomes]
+        print(to_json({"trials": trials, "summary": rows}))
+    else:
+        print_batch(rows, settings.costs, args.out)
+    return 1 if any(o.record is None for o in outcomes) else 0
+
+
+def report_outcome(outcome, args):
+    """A batch trial's error, notices or skip on stderr (above the progress bar)."""
+    if outcome.error is not None:
+        lines = [f"cmtm ioc: error: {outcome.error}"]
+    elif args.quiet:
+        lines = []
+    elif outcome.skipped:
+        lines = [f"cmtm ioc: skipping {outcome.path}: "
+                 f"{args.out / outcome.name / WEIGHTS_FILE} exists"]
+    else:
+        lines = [f"cmtm ioc: notice: {notice}" for notice in outcome.notices]
+    for line in lines:
+        tqdm.write(line, file=sys.stderr)
+
+
+def print_weights(record, written):
+    """The weights with their intervals and the verdict on stdout."""
+    verdict = "identifiable" if record["identifiable"] else \
+        f"NOT identifiable ({len(record['undetermined'])} undetermined)"
+    print(f"{record['estimator']} estimator, {len(record['source'])} motion(s): {verdict}")
+    intervals = record["uncertainty"]["ci95"] or {}
+    for name, weight in record["weights"].items():
+        interval = f"  95 % [{intervals[name][0]:.6g}, {intervals[name][1]:.6g}]" \
+            if name in intervals else ""
+        print(f"  {name:<24}{weight:>12.6g}{interval}")
+    print(f"stationarity {record['stationarity']['relative']:.2e} relative"
+          + (f"; L1 error {record['l1_error']:.2e}" if "l1_error" in record else ""))
+    print_written(written)
+
+
+def print_batch(rows, names, out):
+    """One line per trial on stdout."""
+    for row in rows:
+        if row["status"] == "failed":
+            print(f"{row['trial']:<24}failed: {row['error']}")
+            continue
+        weights = " ".join(f"{row[name]:.6g}" for name in names)
+        print(f"{row['trial']:<24}{weights}  "
+              f"{'identifiable' if row['identifiable'] else 'NOT identifiable'}")
+    if out is not None:
+        print(f"wrote {out / SUMMARY_FILE} and {sum(r['status'] == 'ok' for r in rows)} "
+              f"weights.json")
 
 
 # --- command-line syntax ------------------------------------------------------------------
@@ -180,6 +285,17 @@ def float_list(text):
             from None
 
 
+def positive_float(text):
+    """argparse type: a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (np.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
+    return value
+
+
 def limits_option(text):
     """argparse type: 'model', 'none' or 'LO,HI' (the same bounds for every joint)."""
     if text in ("model", "none"):
@@ -192,9 +308,10 @@ def limits_option(text):
     return lower, upper
 
 
-def add_model_arguments(command):
-    command.add_argument("--model", required=True,
-                         help="two_link_planar, chainN (e.g. chain3), panda or a URDF file")
+def add_model_arguments(command, required=True, note=""):
+    command.add_argument("--model", required=required,
+                         help="two_link_planar, chainN (e.g. chain3), panda or a URDF file"
+                              + note)
     command.add_argument("--lock", type=parse_lock, action="append", default=[],
                          metavar="JOINT=VALUE", help="fix a joint at a position (repeatable)")
 
@@ -247,6 +364,81 @@ def add_optimize(commands):
     command.set_defaults(run=optimize, parser=command)
 
 
+def add_ioc(commands):
+    """The ``ioc`` subcommand; spline options default to prepare_trial's (or a
+    result.json's)."""
+    recorded = " (default: a result.json's, else %s)"
+    command = commands.add_parser(
+        "ioc", help=recover.__doc__.splitlines()[0], description=recover.__doc__,
+        epilog="A cmtm optimize result.json (or its folder) is an exact optimum: inverse KKT "
+               "recovers its weights without refitting, compared with the recorded ones. "
+               "Measured motions (CSV, .mot, .sto) are fitted by a smoothing spline and go "
+               "through the maximum-likelihood data estimator (95 % Fisher intervals). "
+               "Several files without --pool make a batch run in parallel with joblib "
+               "(--jobs; --backend dask --scheduler ADDRESS runs it on a Dask cluster, "
+               "which needs the dask extra: pip install 'cmtm[dask]'); with --out each trial "
+               "writes DIR/<trial>/weights.json as it finishes, a rerun skips the finished "
+               "ones, and DIR/summary.csv lists them all. Exit status: 0 done, 1 a batch "
+               "trial failed (the others are written), 2 bad input (nothing written).")
+    add_model_arguments(command, required=False,
+                        note="; required for measured motions, default: a result.json's")
+    command.add_argument("--motion", nargs="+", required=True, metavar="FILE",
+                         help="motion files (CSV, .mot, .sto, result.json), folders (their "
+                              "result.json, else every *.csv, *.mot, *.sto inside) or glob "
+                              "patterns")
+    command.add_argument("--costs", type=split_names, required=True, metavar="NAME[,NAME...]",
+                         help="the sub-costs whose weights to recover (a result.json: the "
+                              "recorded ones)")
+    command.add_argument("--estimator", choices=batch.ESTIMATORS,
+                         help="kkt: inverse KKT on the (fitted) motion; data: maximum "
+                              "likelihood on the samples (default: kkt for a result.json, "
+                              "data for measured motions)")
+    command.add_argument("--pool", action="store_true",
+                         help="the measured motions share the weights: one estimate")
+    command.add_argument("--integration", choices=INTEGRATION_RULES,
+                         help="cost quadrature" + recorded % "samples")
+    command.add_argument("--samples", type=integer_at_least(2), metavar="N",
+                         help="quadrature samples and limit nodes" + recorded % 200)
+    command.add_argument("--degree", type=integer_at_least(1), metavar="P",
+                         help="B-spline degree, > 4 for measured motions (the fit's snap "
+                              "penalty)" + recorded % 5)
+    command.add_argument("--control-points", type=integer_at_least(1), metavar="NC",
+                         help="B-spline control points" + recorded % 50)
+    command.add_argument("--rest-order", type=integer_at_least(0), metavar="R",
+                         help="q' .. q^(R) vanish at both ends" + recorded % 1)
+    command.add_argument("--limits", type=limits_option, metavar="model|none|LO,HI",
+                         help="joint limits: the model's, none, or LO,HI for all joints"
+                              + recorded % "model")
+    command.add_argument("--degrees", action="store_true",
+                         help="the files' angles (and --noise) are in degrees")
+    command.add_argument("--noise", type=positive_float, metavar="SIGMA",
+                         help="noise standard deviation of the angles: rad, or deg with "
+                              "--degrees (a .mot saying inDegrees=yes needs --degrees for "
+                              "deg); default: the fit's GCV and the residual estimate")
+    command.add_argument("--reoptimize", action="store_true",
+                         help="re-solve the direct problem with the recovered weights and "
+                              "report reoptimized_rms")
+    command.add_argument("--bootstrap", type=integer_at_least(2), default=0, metavar="B",
+                         help="B parametric bootstrap samples of the data estimator")
+    command.add_argument("--jobs", type=integer_at_least(1), metavar="N",
+                         help="trials run at once (default 1: one after the other in this "
+                              "process; with dask: every worker)")
+    command.add_argument("--backend", choices=batch.BACKENDS, default="loky",
+                         help="joblib backend of a batch (default %(default)s)")
+    command.add_argument("--scheduler", metavar="ADDRESS",
+                         help="the Dask scheduler, e.g. tcp://host:8786 (default: a local "
+                              "cluster)")
+    command.add_argument("--out", type=Path, metavar="DIR",
+                         help="write weights.json (and for a batch DIR/<trial>/weights.json "
+                              "and summary.csv)")
+    command.add_argument("--json", action="store_true",
+                         help="print the weights.json object (a batch: {trials, summary}) "
+                              "on stdout instead of a summary")
+    command.add_argument("--quiet", action="store_true",
+                         help="no progress or notices on stderr (errors still)")
+    command.set_defaults(run=recover, parser=command)
+
+
 def add_check_jacobians(commands):
     """The ``check-jacobians`` subcommand."""
     command = commands.add_parser("check-jacobians", help=check_jacobians.__doc__)
@@ -260,10 +452,13 @@ def add_check_jacobians(commands):
 
 
 def build_parser():
+    from ioc.demo import add_demo  # ioc.demo imports this module
     parser = OneLineParser(prog="cmtm", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
+    add_demo(commands)
     add_check_jacobians(commands)
     add_optimize(commands)
+    add_ioc(commands)
     return parser
 
 
@@ -275,7 +470,7 @@ def main(argv=None):
     try:
         return args.run(args)
     except (ValueError, OSError) as error:
-        print(f"cmtm {args.command}: error: {' '.join(str(error).split())}", file=sys.stderr)
+        print(f"cmtm {args.command}: error: {batch.one_line(error)}", file=sys.stderr)
         return 2
 
 

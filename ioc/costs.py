@@ -126,9 +126,15 @@ def engine_order(terms):
     return max(dynamic) if dynamic else None
 
 
-def term_values(model, terms, q_stack, jacobians=True):
+JACOBIAN_SOURCES = {"structured": cmtm.jacobians, "finite_differences": cmtm.reference.fd_jacobians}
+"""Where the stack Jacobians come from: the structured engine (default) or central finite
+differences of the engine's motion (``cmtm.reference.fd_jacobians``: for comparisons)."""
+
+
+def term_values(model, terms, q_stack, jacobians=True, source="structured"):
     """Value y (N, d) and stack Jacobian Jy (N, d, K, nv) of every term at every sample
-    (Jy is None with ``jacobians=False``, which skips the Jacobian pass).
+    (Jy is None with ``jacobians=False``, which skips the Jacobian pass; ``source`` names
+    an entry of JACOBIAN_SOURCES).
 
     q_stack : (N, K, nv) float64 raw derivatives, K = stack_orders(terms).
     One call of ``cmtm.motion`` and one of ``cmtm.jacobians`` serve all link and torque
@@ -145,7 +151,7 @@ def term_values(model, terms, q_stack, jacobians=True):
         engine_stack = _padded(q_stack, k + (3 if with_torque else 2))
         motion = cmtm.motion(model, engine_stack, order=k, dynamics=with_torque, world=False)
         if jacobians:
-            J = cmtm.jacobians(model, engine_stack, quantities, order=k)
+            J = JACOBIAN_SOURCES[source](model, engine_stack, quantities, order=k)
     return [_term_value(term, q_stack, motion, J, jacobians) for term in terms]
 
 

@@ -3,8 +3,8 @@ cmtm_math.md §9, ioc_calibration.md "Fits").
 
 Readers turn a CSV or OpenSim storage file (``.mot`` / ``.sto``) into :class:`MotionData`;
 :func:`fit_spline` fits a clamped B-spline to the samples by penalised least squares
-(a P-spline) and picks the penalty weight per joint from a known noise level (discrepancy
-principle) or by generalised cross-validation.
+(a P-spline) and picks the penalty weight per joint from a known noise level (UBRE, Mallows'
+C_p) or by generalised cross-validation.
 
 =================  ======================  ===============  ================================
 maths              code                    shape            meaning
@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.interpolate import BSpline
 from scipy.linalg import LinAlgError, cholesky, solve_triangular, svd
-from scipy.optimize import brentq, minimize_scalar
+from scipy.optimize import minimize_scalar
 
 CSV_SUFFIXES = (".csv",)
 STORAGE_SUFFIXES = (".mot", ".sto")
@@ -244,7 +244,7 @@ class SplineFit(NamedTuple):
     control_points : (n_c, nv) float64, unit of q (rad or m), full clamped layout
     fit_rms : (nv,) float64, RMS over the samples of spline(t_m) - q_m, unit of q
     smoothing : (nv,) float64, penalty weight lambda used for each joint
-    method : "noise" (discrepancy principle) or "gcv" (generalised cross-validation)
+    method : "noise" (UBRE with the given sigma) or "gcv" (generalised cross-validation)
     """
     control_points: np.ndarray
     fit_rms: np.ndarray
@@ -372,18 +372,14 @@ def fit_spline(knots, degree, times, q, *, noise=None, rest_order=0, penalty_ord
     penalty_order : d, 1 <= d < p (default 4: the snap)
 
     lambda per joint:
-    - ``noise`` given (method "noise"): the discrepancy principle with effective degrees
-      of freedom, RSS(lambda) = sigma^2 (N - tr S_lambda): the residual equals the noise
-      left in N - tr S_lambda residual degrees of freedom. We take the *largest* lambda
-      with RSS <= sigma^2 (N - tr S) (the smoothest fit consistent with the noise), by a
-      coarse grid in log lambda and brentq in the last bracket where the sign changes:
-      near lambda -> 0 the two sides agree in expectation, so crossings there are noise.
-      No root: if the residual exceeds the noise level everywhere (sigma too small for
-      the data or the knots too coarse) the low end of the search interval (least
-      smoothing); if it stays below everywhere (sigma larger than the motion's variation)
-      the high end (the spline tends to the best polynomial of degree < d).
-    - no ``noise`` (method "gcv"): minimise GCV(lambda) = N RSS / (N - tr S_lambda)^2 over
-      log lambda: a coarse grid, then scipy's bounded minimize_scalar around its minimum.
+    - ``noise`` given (method "noise"): minimise UBRE(lambda) = RSS + 2 sigma^2 tr S_lambda
+      (Mallows' C_p), an unbiased estimate of the prediction error for a known sigma. (The
+      discrepancy principle RSS = sigma^2 (N - tr S) was tried first: the sampling spread of
+      RSS, ~sigma^2 sqrt(2N), exceeds what smoothing changes, so its root tracks the noise
+      draw: mean error to the truth 0.38 sigma against 0.23 for UBRE over 200 seeds.)
+    - no ``noise`` (method "gcv"): minimise GCV(lambda) = N RSS / (N - tr S_lambda)^2.
+    Both by a coarse grid in log lambda, then scipy's bounded minimize_scalar around the
+    grid minimum.
     The search interval is [1e-12 / s_max^2, 1e12 / s_min^2] (``LAMBDA_SPAN``).
 
     All lambdas and joints share one Cholesky factorisation of B^T B (in phi) and one SVD
@@ -404,7 +400,7 @@ def fit_spline(knots, degree, times, q, *, noise=None, rest_order=0, penalty_ord
                          f"(free control points), got {len(times)}")
     B = BSpline.design_matrix(times, knots, p)
     modes = _modes(B @ Z, _penalty_factor(knots, p, d) @ Z, q)
-    lam = _gcv_lambda(modes) if sigma is None else _noise_lambda(modes, sigma)
+    lam = _gcv_lambda(modes) if sigma is None else _ubre_lambda(modes, sigma)
     theta = Z @ modes.control_points(lam)
     rms = np.sqrt(np.mean((B @ theta - q) ** 2, axis=0))
     return SplineFit(theta, rms, lam, "gcv" if sigma is None else "noise")
@@ -480,50 +476,40 @@ def _log_lambda_grid(modes):
     return low, high, np.linspace(low, high, n)
 
 
-def _noise_lambda(modes, sigma):
-    """lambda (nv,): largest root of RSS - sigma^2 (N - tr S) (see fit_spline)."""
-    span = _log_lambda_grid(modes)
-    if span is None:
-        return np.zeros(sigma.size)
-    low, high, grid = span
-
-    def excess(log_lam, j):
-        g = modes.shrink(np.exp(log_lam))
-        return modes.rss(g)[..., j] / sigma[j] ** 2 - modes.residual_dof(g)
-
-    g = modes.shrink(np.exp(grid))
-    table = modes.rss(g) / sigma ** 2 - modes.residual_dof(g)[:, None]
-    out = np.empty(sigma.size)
-    for j in range(sigma.size):
-        below = np.flatnonzero(table[:, j] <= 0)
-        if below.size == 0:
-            out[j] = low
-        elif below[-1] == grid.size - 1:
-            out[j] = high
-        else:
-            k = below[-1]
-            out[j] = brentq(excess, grid[k], grid[k + 1], args=(j,), xtol=1e-10)
-    return np.exp(out)
-
-
 def _gcv_lambda(modes):
     """lambda (nv,) minimising GCV = N RSS / (N - tr S)^2 per joint."""
+    def gcv(g):
+        return modes.n_samples * modes.rss(g) / modes.residual_dof(g)[..., None] ** 2
+    return _minimise_criterion(modes, gcv)
+
+
+def _ubre_lambda(modes, sigma):
+    """lambda (nv,) minimising UBRE = RSS + 2 sigma^2 tr S per joint (Mallows' C_p: an
+    unbiased estimate of the prediction error up to a constant, for a known sigma)."""
+    def ubre(g):
+        trace = modes.n_samples - modes.residual_dof(g)
+        return modes.rss(g) + 2.0 * sigma ** 2 * trace[..., None]
+    return _minimise_criterion(modes, ubre)
+
+
+def _minimise_criterion(modes, criterion):
+    """lambda (nv,) minimising criterion(g) (..., nv) over log lambda per joint: a coarse
+    grid over the search interval, then a bounded 1-D minimisation around its minimum."""
     nv = modes.c.shape[1]
     span = _log_lambda_grid(modes)
     if span is None:
         return np.zeros(nv)
     low, high, grid = span
 
-    def gcv(log_lam, j=slice(None)):
-        g = modes.shrink(np.exp(log_lam))
-        return modes.n_samples * modes.rss(g)[..., j] / modes.residual_dof(g)[..., None] ** 2
+    def at(log_lam, j=slice(None)):
+        return criterion(modes.shrink(np.exp(log_lam)))[..., j]
 
-    table = gcv(grid)
+    table = at(grid)
     out = np.empty(nv)
     for j in range(nv):
         k = int(np.argmin(table[:, j]))
         bounds = (grid[max(k - 1, 0)], grid[min(k + 1, grid.size - 1)])
-        best = minimize_scalar(lambda x: gcv(x, j)[0], bounds=bounds, method="bounded",
+        best = minimize_scalar(lambda x: float(at(x, j)), bounds=bounds, method="bounded",
                                options={"xatol": 1e-8})
         out[j] = best.x if best.fun <= table[k, j] else grid[k]
     return np.exp(out)

@@ -33,6 +33,7 @@ import numpy as np
 from scipy.linalg import LinAlgError
 from scipy.optimize import nnls
 
+from ioc._blas import single_threaded_blas
 from ioc.banded import BandedCholesky, band_matvec
 
 STATUSES = ("converged", "stalled", "max_iterations", "line_search_failed")
@@ -41,7 +42,8 @@ STATUSES = ("converged", "stalled", "max_iterations", "line_search_failed")
 @dataclass(frozen=True)
 class SolverOptions:
     """Stopping rules and switches of :func:`solve` (defaults follow the paper where it
-    gives one: damping 1e-8, step 1e-12, 500 iterations)."""
+    gives one: damping 1e-8, step 1e-12, 500 iterations). ``start_mode="newton"`` suits
+    warm starts near an optimum."""
     max_iterations: int = 500
     damping: float = 1e-8
     step_tolerance: float = 1e-12
@@ -49,6 +51,7 @@ class SolverOptions:
     acceptable: float = 1e-9
     newton_switch: float = 1e-5
     slow_iterations: int = 5
+    start_mode: str = "gauss_newton"
     active_tolerance: float = 1e-10
 
 
@@ -61,6 +64,8 @@ class DirectResult:
     stationarity_abs / stationarity_rel : KKT residual, absolute and relative
     multipliers : list of dicts (time, joint, bound, value) of the active joint limits
     history : list of dicts (iteration, mode, cost, step, alpha, stationarity)
+    evaluation : the last ``MotionProblem.evaluate`` result at ``theta`` (its band is the
+        Newton Hessian when the solve ended in the Newton polish)
     """
     problem: object
     weights: np.ndarray
@@ -74,6 +79,7 @@ class DirectResult:
     stationarity_rel: float
     multipliers: list = field(default_factory=list)
     history: list = field(default_factory=list)
+    evaluation: object = None
 
     @property
     def control_points(self):
@@ -167,10 +173,14 @@ def active_set_step(chol, band, g, limits, working, tolerance, max_iterations=20
     Returns (d, working set)."""
     d = np.zeros_like(g)
     W = [k for k in working if limits.b[k] <= tolerance]
-    for _ in range(max_iterations):
+    scale = 0.0
+    for inner in range(max_iterations):
         gk = g + band_matvec(band, d)
         p, mu = _equality_step(chol, gk, limits, W)
-        if np.max(np.abs(p)) <= 1e-11 * (1.0 + np.max(np.abs(d))):
+        size = float(np.max(np.abs(p)))
+        scale = max(scale, size, float(np.max(np.abs(d))))
+        if inner and size <= 1e-9 * scale or size == 0.0:
+            # d solves the equality problem on W: optimal if no multiplier is negative
             if len(mu) == 0 or np.min(mu) >= 0:
                 return d, W
             W.pop(int(np.argmin(mu)))
@@ -207,6 +217,7 @@ def _equality_step(chol, g, limits, W):
     return -(Hg + HA @ mu), mu
 
 
+@single_threaded_blas
 def solve(problem, weights, theta0=None, options=SolverOptions(), progress=None):
     """Optimize the motion of ``problem`` for ``weights``; returns a :class:`DirectResult`.
 
@@ -219,7 +230,7 @@ def solve(problem, weights, theta0=None, options=SolverOptions(), progress=None)
     started = time.perf_counter()
     theta = problem.initial_theta() if theta0 is None else _with_boundary(problem, theta0)
     dynamic = any(t.kind != "joint" for t in problem.terms)
-    mode = "gauss_newton"
+    mode = options.start_mode if dynamic else "gauss_newton"
     history, working = [], []
     status = "max_iterations"
     free = problem.free_slice
@@ -250,7 +261,7 @@ def solve(problem, weights, theta0=None, options=SolverOptions(), progress=None)
         ev = problem.evaluate(theta, w, hessian=mode)
         new_stat, mu, active = _stationarity(problem, ev, w, limits, options)
         slow = slow + 1 if new_stat[1] > 0.9 * stat[1] else 0
-        stalls = stalls + 1 if new_stat[1] >= 0.5 * stat[1] else 0
+        stalls = stalls + 1 if new_stat[1] > 0.8 * stat[1] else 0
         stat = new_stat
         entry = {"iteration": iteration, "mode": mode, "cost": ev.cost, "step": step_norm,
                  "alpha": alpha, "stationarity": stat[1]}
@@ -261,7 +272,7 @@ def solve(problem, weights, theta0=None, options=SolverOptions(), progress=None)
                                                    or slow >= options.slow_iterations):
             mode = "newton"
             ev = problem.evaluate(theta, w, hessian=mode)
-        at_floor = stat[1] <= options.acceptable and (stalls >= 3 or mode == "newton" and stalls)
+        at_floor = stat[1] <= options.acceptable and stalls >= 2
         if step_norm <= options.step_tolerance * max(1.0, float(np.max(np.abs(theta.hi)))) \
                 or at_floor:
             status = "converged" if stat[1] <= options.acceptable else "stalled"
@@ -274,7 +285,8 @@ def solve(problem, weights, theta0=None, options=SolverOptions(), progress=None)
     return DirectResult(problem=problem, weights=w, theta=theta, status=status,
                         iterations=len(history), solve_seconds=time.perf_counter() - started,
                         cost=float(ev.cost), costs=ev.costs, stationarity_abs=stat[0],
-                        stationarity_rel=stat[1], multipliers=multipliers, history=history)
+                        stationarity_rel=stat[1], multipliers=multipliers, history=history,
+                        evaluation=ev)
 
 
 def _with_boundary(problem, theta0):

@@ -26,6 +26,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import nnls
 
+from ioc._blas import single_threaded_blas
+from ioc.direct import _Limits
+
 IDENTIFIABILITY_GAP = 1e-3
 """Row-scaled rows have unit norm, so singular values lie in [0, sqrt(n_terms)]; a second
 singular value below 1e-3 means a second combination of weights is stationary to within
@@ -60,7 +63,6 @@ class KKTResult:
 def constraint_rows(problem, theta, tolerance=1e-9):
     """(G over the free variables or None, active-limit rows H_act (signed so that the KKT
     condition reads + H^T mu, mu >= 0), their descriptions)."""
-    from ioc.direct import _Limits
     G = _boundary_rows(problem) if problem.constraints == "penalty" else None
     limits = _Limits(problem, theta)
     active = limits.active(tolerance) if problem.constraints == "exact" else np.zeros(0, int)
@@ -91,6 +93,7 @@ def _projector(G, n):
     return lambda M: M - (M @ Q) @ Q.T
 
 
+@single_threaded_blas
 def recover_weights(problem, theta, tolerance=1e-9):
     """Inverse KKT on a motion given as control points ``theta`` (DD) of ``problem``."""
     ev = problem.evaluate(theta, np.ones(len(problem.terms)))

@@ -23,23 +23,45 @@ def plot_motion(out_dir, motion):
     into ``out_dir`` (atomically); returns their paths."""
     paths = []
     for name, field, label in PLOTS:
-        figure = line_figure(motion.times, getattr(motion, field)[:, 0], motion.joint_names,
-                             label)
-        path = Path(out_dir) / name
-        write_atomically(path, partial(figure.savefig, format="png"), binary=True)
-        paths.append(path)
+        figure = new_figure((6.4, 4.0))
+        draw_lines(figure.add_subplot(), motion.times, getattr(motion, field)[:, 0],
+                   motion.joint_names, label)
+        paths.append(save_png(figure, Path(out_dir) / name))
     return paths
 
 
-def line_figure(times, values, names, ylabel):
-    """A Figure with one line per column of ``values`` (N, nv) against ``times`` (N,) s."""
-    figure = Figure(figsize=(6.4, 4.0), layout="constrained")
+def plot_grid(path, motions, titles):
+    """Write one PNG with a row per motion (titled by ``titles``) and a column per entry of
+    PLOTS (joint positions, joint torques), like the paper's Fig. 7 and 9; returns its
+    path."""
+    figure = new_figure((11.0, 3.2 * len(motions)))
+    axes = figure.subplots(len(motions), len(PLOTS), squeeze=False)
+    for row, motion, title in zip(axes, motions, titles):
+        for ax, (_, field, label) in zip(row, PLOTS):
+            draw_lines(ax, motion.times, getattr(motion, field)[:, 0], motion.joint_names,
+                       label)
+            ax.set_title(title, fontsize="small")
+    return save_png(figure, Path(path))
+
+
+def new_figure(size):
+    """A constrained-layout Figure of ``size`` (inches) on its own Agg canvas."""
+    figure = Figure(figsize=size, layout="constrained")
     FigureCanvasAgg(figure)
-    axes = figure.add_subplot()
+    return figure
+
+
+def save_png(figure, path):
+    """Write ``figure`` to ``path`` as PNG, atomically; returns ``path``."""
+    write_atomically(path, partial(figure.savefig, format="png"), binary=True)
+    return path
+
+
+def draw_lines(axes, times, values, names, ylabel):
+    """One line per column of ``values`` (N, nv) against ``times`` (N,) s on ``axes``."""
     for column, name in zip(values.T, names):
         axes.plot(times, column, label=name)
     axes.set_xlabel("time (s)")
     axes.set_ylabel(ylabel)
     axes.grid(alpha=0.3)
     axes.legend(fontsize="small", ncols=-(-len(names) // LEGEND_ROWS))
-    return figure

@@ -32,7 +32,7 @@ import scipy.sparse as sp
 
 from ioc.banded import BandLayout, chain_gradient, chain_hessian_blocks
 from ioc.bspline import DD, ClampedBSpline, dd_add
-from ioc.costs import parse_terms, stack_orders, term_values
+from ioc.costs import JACOBIAN_SOURCES, parse_terms, stack_orders, term_values
 
 INTEGRATION_RULES = ("samples", "gauss")
 CONSTRAINT_MODES = ("exact", "penalty")
@@ -118,13 +118,14 @@ class MotionProblem:
     duration T (s), samples N (quadrature nodes of ``samples`` and limit nodes), degree p,
     control_points n_c, start / goal (one value or nv), rest_order R, integration
     ("samples" | "gauss"), limits ("model" | "none" | (lower, upper)), constraints
-    ("exact" | "penalty"), knots (full clamped knot vector, default uniform), penalty rho.
+    ("exact" | "penalty"), knots (full clamped knot vector, default uniform), penalty rho,
+    jacobians ("structured" | "finite_differences": where the sub-cost Jacobians come from).
     """
 
     def __init__(self, model, costs, *, duration=2.0, samples=200, degree=5,
                  control_points=50, start=0.0, goal=0.0, rest_order=1,
                  integration="samples", limits="model", constraints="exact", knots=None,
-                 penalty=1e12):
+                 penalty=1e12, jacobians="structured"):
         self.model = model
         nv = model.nv
         self.terms = parse_terms(costs, model)
@@ -146,6 +147,10 @@ class MotionProblem:
             raise ValueError(f"constraints: expected one of {', '.join(CONSTRAINT_MODES)}, "
                              f"got {constraints!r}")
         self.constraints = constraints
+        if jacobians not in JACOBIAN_SOURCES:
+            raise ValueError(f"jacobians: expected one of {', '.join(JACOBIAN_SOURCES)}, "
+                             f"got {jacobians!r}")
+        self.jacobians = jacobians
         self.penalty = _finite_real("penalty", penalty)
         self.start = _per_joint("start", start, nv)
         self.goal = _per_joint("goal", goal, nv)
@@ -265,7 +270,7 @@ class MotionProblem:
         """
         weights = np.asarray(weights, dtype=float)
         q_stack = self.stack(theta)
-        values = term_values(self.model, self.terms, q_stack)
+        values = term_values(self.model, self.terms, q_stack, source=self.jacobians)
         omega = self.quadrature.weights
         costs = np.array([0.5 * np.sum(omega * np.sum(y * y, axis=1)) for y, _ in values])
         stack_grads = [np.einsum("m,mdsj,md->msj", omega, Jy, y) for y, Jy in values]
@@ -318,7 +323,8 @@ class MotionProblem:
 
         def stack_gradient(stack):
             total = np.zeros((N, K * nv))
-            for w, (y, Jy) in zip(weights, term_values(self.model, terms, stack)):
+            for w, (y, Jy) in zip(weights, term_values(self.model, terms, stack,
+                                                       source=self.jacobians)):
                 total += w * np.einsum("m,mda,md->ma", omega,
                                        Jy.reshape(N, Jy.shape[1], K * nv), y)
             return total

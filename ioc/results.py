@@ -117,12 +117,17 @@ def result_record(result, model_spec, model_lock):
         "stationarity": {"absolute": result.stationarity_abs,
                          "relative": result.stationarity_rel},
         "history": result.history,
-        "versions": {name: _version(name) for name in VERSIONED},
+        "versions": versions(),
     }
 
 
 def _finite_or_null(values):
     return [float(v) if np.isfinite(v) else None for v in values]
+
+
+def versions():
+    """Installed versions of cmtm, numpy, scipy and numba (None: not installed)."""
+    return {name: _version(name) for name in VERSIONED}
 
 
 def _version(distribution):

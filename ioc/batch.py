@@ -1,0 +1,384 @@
+"""The work of ``cmtm ioc``: motion inputs, one trial, pooled trials and batches.
+
+A trial is one motion file: a ``cmtm optimize`` result.json (an exact optimum: inverse KKT,
+ioc.inverse_kkt) or measured joint angles (CSV, .mot, .sto read by ioc.data.read_motion:
+the output-error estimator of ioc.estimate by default, or inverse KKT on the fitted
+motion). Pooled trials share one weight vector (ioc.estimate.estimate_weights).
+
+A batch runs its trials in parallel with joblib: the loky process backend (``jobs=1``
+runs them one after the other in this process), or Dask's joblib backend
+(``backend="dask"``: the optional ``dask`` extra, ``pip install 'cmtm[dask]'``) on the
+scheduler at ``scheduler`` (``dask scheduler`` and ``dask worker ADDRESS`` on machines that
+can import cmtm and read the motion files; no address: a local cluster). Each trial's
+weights.json is written atomically here, in the calling process, as the trial finishes,
+so an interrupted batch keeps its finished trials and a rerun into the same folder skips
+them (when they were made with the same estimation settings).
+"""
+import glob
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import joblib
+import numpy as np
+from tqdm import tqdm
+
+from ioc.data import CSV_SUFFIXES, STORAGE_SUFFIXES, read_motion
+from ioc.direct import solve
+from ioc.estimate import (bootstrap_weights, estimate_weights, kkt_stationarity,
+                          prepare_trial, residual)
+from ioc.inverse_kkt import recover_weights
+from ioc.models import resolve_model
+from ioc.problem import MotionProblem, _limits
+from ioc.results import RESULT_FILE, load_result
+from ioc.weights_io import (SUMMARY_FILE, WEIGHTS_FILE, data_fields, kkt_fields, named,
+                            read_weights, summary_row, weights_record, write_summary,
+                            write_weights)
+
+DATA_SUFFIXES = CSV_SUFFIXES + STORAGE_SUFFIXES
+BACKENDS = ("loky", "dask")
+ESTIMATORS = ("kkt", "data")
+REOPTIMIZED_SAMPLES = 201
+"""Uniform times at which a result.json's re-optimized motion is compared with its own."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The options of ``cmtm ioc``; None: not given (the default of
+    ioc.estimate.prepare_trial, or what a result.json records).
+
+    costs : cost names; lock : (joint, position) pairs; limits : "model" |
+    "none" | (lo, hi); noise : sigma in the unit of the angles (deg with ``degrees``);
+    bootstrap : number of bootstrap samples (0: none). The run options (pool, jobs,
+    backend, scheduler) do not change a trial's weights.
+    """
+    costs: tuple
+    model: object = None
+    lock: tuple = ()
+    estimator: object = None
+    integration: object = None
+    samples: object = None
+    degree: object = None
+    control_points: object = None
+    rest_order: object = None
+    limits: object = None
+    degrees: bool = False
+    noise: object = None
+    reoptimize: bool = False
+    bootstrap: int = 0
+    pool: bool = False
+    jobs: object = None
+    backend: str = "loky"
+    scheduler: object = None
+
+    RUN_OPTIONS = ("pool", "jobs", "backend", "scheduler")
+    PROBLEM_OPTIONS = ("integration", "samples", "degree", "control_points", "rest_order")
+
+    def record(self):
+        """The settings as a JSON object."""
+        out = asdict(self)
+        out.update(costs=list(self.costs), lock=dict(self.lock),
+                   limits=list(self.limits) if isinstance(self.limits, tuple) else self.limits)
+        return out
+
+    def estimation(self):
+        """record() without the run options: what a finished trial must share to be
+        skipped."""
+        return {k: v for k, v in self.record().items() if k not in self.RUN_OPTIONS}
+
+    def problem_options(self):
+        """The given spline and quadrature options, keywords of prepare_trial."""
+        return {k: getattr(self, k) for k in self.PROBLEM_OPTIONS if getattr(self, k) is not None}
+
+    @property
+    def noise_radians(self):
+        """sigma in rad (None: not given)."""
+        return None if self.noise is None else \
+            float(np.deg2rad(self.noise) if self.degrees else self.noise)
+
+
+# --- inputs -------------------------------------------------------------------------------
+
+def is_result(path):
+    """Whether ``path`` names a ``cmtm optimize`` result.json (else measured data)."""
+    return Path(path).name == RESULT_FILE
+
+
+def _is_motion_file(path):
+    return path.is_file() and (is_result(path) or path.suffix.lower() in DATA_SUFFIXES)
+
+
+def expand_motion(specs):
+    """The trial files of ``--motion``: files as given; a folder's result.json if it holds
+    one (a ``cmtm optimize`` folder), else its *.csv, *.mot and *.sto files, sorted; the
+    motion files and folders a glob pattern (with * ? or [) matches. ValueError for a name
+    that does not exist, or a folder or pattern without motion files."""
+    paths = []
+    for spec in specs:
+        if any(c in spec for c in "*?["):
+            found = [p for m in sorted(glob.glob(spec)) for p in _motion_files(Path(m))]
+        elif Path(spec).is_dir():
+            found = _motion_files(Path(spec))
+        elif Path(spec).exists():
+            found = [Path(spec)]
+        else:
+            raise ValueError(f"--motion: expected a file, folder or pattern, got {spec!r}, "
+                             f"which does not exist")
+        if not found:
+            raise ValueError(f"--motion: expected *.csv, *.mot, *.sto or result.json files "
+                             f"in {spec!r}, found none")
+        paths += found
+    return list(dict.fromkeys(paths))
+
+
+def _motion_files(path):
+    """A folder's motion files (see expand_motion); a file: itself if it is one."""
+    if not path.is_dir():
+        return [path] if _is_motion_file(path) else []
+    if (path / RESULT_FILE).is_file():
+        return [path / RESULT_FILE]
+    return sorted(p for p in path.iterdir() if _is_motion_file(p))
+
+
+def trial_names(paths):
+    """Each trial's name (its output folder): the file's stem, or for a result.json its
+    folder's name; ValueError if two trials would share one."""
+    names = [p.resolve().parent.name if is_result(p) else p.stem for p in paths]
+    seen = {}
+    for name, path in zip(names, paths):
+        if name in seen:
+            raise ValueError(f"--motion: {seen[name]} and {path} would share the trial name "
+                             f"{name!r} (their output folder); rename one")
+        seen[name] = path
+    return names
+
+
+def check_inputs(paths, settings):
+    """ValueError for options that do not fit the inputs, before any work: the estimator,
+    --pool, --bootstrap, --noise and --degrees against result.json inputs, the backend, a
+    model for data files, and the costs and spline options on the model."""
+    results = [p for p in paths if is_result(p)]
+    if results and settings.estimator == "data":
+        raise ValueError(f"--estimator data: expected measured motions (CSV, .mot, .sto), "
+                         f"got the cmtm optimize result {results[0]} (use kkt)")
+    if results and (settings.noise is not None or settings.degrees):
+        raise ValueError(f"--noise, --degrees: apply to measured motions, got the cmtm "
+                         f"optimize result {results[0]}")
+    kkt = f"the cmtm optimize result {results[0]}" if results else \
+        "--estimator kkt" if settings.estimator == "kkt" else None
+    if settings.pool and kkt:
+        raise ValueError(f"--pool: pools measured motions under the data estimator, got {kkt}")
+    if settings.bootstrap and kkt:
+        raise ValueError(f"--bootstrap: applies to the data estimator only, got {kkt}")
+    if settings.scheduler is not None and settings.backend != "dask":
+        raise ValueError("--scheduler: applies to --backend dask only")
+    if settings.backend == "dask":
+        dask_client()
+    if settings.model is None and len(results) < len(paths):
+        raise ValueError("--model: required for measured motions (CSV, .mot, .sto), got none")
+    if settings.model is not None:
+        model = resolve_model(settings.model, settings.lock)
+        MotionProblem(model, settings.costs, **settings.problem_options(), limits="none")
+        _limits(model, settings.limits or "model")
+
+
+# --- one trial ----------------------------------------------------------------------------
+
+def run_trial(path, settings):
+    """(weights.json record, notices) of one motion file."""
+    path = Path(path)
+    if is_result(path):
+        return _from_result(path, settings), ()
+    model = resolve_model(settings.model, settings.lock)
+    trial, notices = _read_trial(path, model, settings)
+    return _estimate(model, [trial], settings), notices
+
+
+def run_pooled(paths, settings):
+    """(weights.json record, notices) of measured motions that share the weights."""
+    model = resolve_model(settings.model, settings.lock)
+    read = [_read_trial(Path(path), model, settings) for path in paths]
+    trials = [trial for trial, _ in read]
+    return _estimate(model, trials, settings), tuple(n for _, notes in read for n in notes)
+
+
+def _read_trial(path, model, settings):
+    """(ioc.estimate.Trial, notices) of a data file."""
+    data = read_motion(path, model.joint_names, degrees=True if settings.degrees else None)
+    trial = prepare_trial(model, settings.costs, data, limits=settings.limits or "model",
+                          noise=settings.noise_radians, **settings.problem_options())
+    return trial, tuple(f"{path}: {notice}" for notice in data.notices)
+
+
+def _estimate(model, trials, settings):
+    """weights.json record of measured trials, by the data estimator or inverse KKT."""
+    estimator = _kkt_on_fit if settings.estimator == "kkt" else _maximum_likelihood
+    fields, extra = estimator(trials, settings)
+    return weights_record(fields, model=settings.model, joint_names=model.joint_names,
+                          sources=[t.name for t in trials], settings=settings.record(),
+                          fit_rms=[named(model.joint_names, t.fit.fit_rms) for t in trials],
+                          **extra)
+
+
+def _kkt_on_fit(trials, settings):
+    """(estimator keys, extra keys) of inverse KKT on one trial's fitted motion."""
+    trial, = trials
+    kkt = recover_weights(trial.problem, trial.theta)
+    if not settings.reoptimize:
+        return kkt_fields(kkt), {}
+    theta = solve(trial.problem, kkt.weights, theta0=trial.theta).theta
+    rms = float(np.sqrt(np.mean(residual(trial, theta) ** 2)))
+    return kkt_fields(kkt), {"reoptimized_rms": [rms]}
+
+
+def _maximum_likelihood(trials, settings):
+    """(estimator keys, extra keys) of the data estimator on trials sharing the weights."""
+    noise = settings.noise_radians
+    est = estimate_weights(trials, noise=noise)
+    raw = sum(t.problem.evaluate(theta, est.weights).costs for t, theta in zip(trials, est.thetas))
+    stat = np.max([kkt_stationarity(t.problem, t.theta, est.weights) for t in trials], axis=0)
+    bootstrap = None
+    if settings.bootstrap:
+        std, ci95, _ = bootstrap_weights(trials, est, settings.bootstrap, seed=0, noise=noise)
+        bootstrap = (std, ci95, settings.bootstrap)
+    extra = {"reoptimized_rms": est.data_rms(trials)} if settings.reoptimize else {}
+    return data_fields(est, raw, stat, bootstrap), extra
+
+
+def _from_result(path, settings):
+    """weights.json record of a ``cmtm optimize`` result: inverse KKT on its motion."""
+    model, problem, weights, theta, record = load_result(path)
+    _check_recorded(path, settings, model, problem, record)
+    kkt = recover_weights(problem, theta)
+    true = weights / weights.sum()
+    extra = {"true_weights": named(kkt.names, true),
+             "l1_error": float(np.sum(np.abs(kkt.weights - true)))}
+    if settings.reoptimize:
+        moved = solve(problem, kkt.weights, theta0=theta).theta
+        times = np.linspace(0.0, problem.spline.duration, REOPTIMIZED_SAMPLES)
+        change = problem.spline.evaluate(moved, times, 0) - problem.spline.evaluate(theta, times, 0)
+        extra["reoptimized_rms"] = [float(np.sqrt(np.mean(change ** 2)))]
+    return weights_record(kkt_fields(kkt), model=record["model"], joint_names=model.joint_names,
+                          sources=[path], fit_rms=None, settings=settings.record(), **extra)
+
+
+def _check_recorded(path, settings, model, problem, record):
+    """ValueError if a given option differs from what the result.json records."""
+    recorded = {"model": record["model"], "lock": record["model_lock"],
+                "costs": record["costs"], "integration": problem.quadrature.rule,
+                "samples": problem.samples, "degree": problem.spline.degree,
+                "control_points": problem.spline.n_control, "rest_order": problem.rest_order}
+    given = {key: settings.record()[key] for key in recorded}
+    for key, value in given.items():
+        if value not in (None, {}) and value != recorded[key]:
+            raise ValueError(f"{path}: --{key.replace('_', '-')} {value} differs from the "
+                             f"recorded {recorded[key]}")
+    if settings.limits is not None:
+        lower, upper = _limits(model, settings.limits)
+        if not (np.array_equal(lower, problem.lower) and np.array_equal(upper, problem.upper)):
+            raise ValueError(f"{path}: --limits {settings.record()['limits']} differs from "
+                             f"the recorded limits {problem.lower.tolist()} .. "
+                             f"{problem.upper.tolist()}")
+
+
+# --- batches ------------------------------------------------------------------------------
+
+class Outcome(NamedTuple):
+    """One trial of a batch: its name, its file, its weights.json record (None when it
+    failed), the one-line error, the reader's notices, and whether it had finished in an
+    earlier run (skipped)."""
+    name: str
+    path: str
+    record: object
+    error: object = None
+    notices: tuple = ()
+    skipped: bool = False
+
+
+def one_line(error):
+    """An exception's message on one line."""
+    return " ".join(str(error).split())
+
+
+def attempt(name, path, settings):
+    """The Outcome of one trial, a ValueError or OSError becoming a failed one (the task
+    that joblib runs)."""
+    try:
+        record, notices = run_trial(path, settings)
+    except (ValueError, OSError) as error:
+        return Outcome(name, str(path), None, one_line(error))
+    return Outcome(name, str(path), record, notices=notices)
+
+
+def run_batch(paths, settings, *, out=None, progress=False, report=lambda outcome: None):
+    """Outcomes of every trial of ``paths`` in input order, run in parallel with joblib.
+
+    out : None or the folder receiving <name>/weights.json (each written as its trial
+        finishes; trials whose file exists are skipped and read back) and summary.csv
+    progress : a tqdm bar on stderr; report : callable(Outcome), called for every skipped
+        trial first, then for every trial as it finishes
+    """
+    names = trial_names(paths)
+    outcomes = {o.name: o for o in (_finished(out, n, p, settings)
+                                    for n, p in zip(names, paths)) if o is not None}
+    pending = [(n, p) for n, p in zip(names, paths) if n not in outcomes]
+    for outcome in outcomes.values():
+        report(outcome)
+    jobs = settings.jobs or (1 if settings.backend == "loky" else -1)
+    with parallel_backend(settings.backend, settings.scheduler):
+        tasks = (joblib.delayed(attempt)(n, p, settings) for n, p in pending)
+        done = joblib.Parallel(n_jobs=jobs, return_as="generator_unordered")(tasks)
+        for outcome in tqdm(done, total=len(pending), disable=not progress, unit="trial",
+                            leave=False):
+            if outcome.record is not None and out is not None:
+                write_weights(out / outcome.name, outcome.record)
+            outcomes[outcome.name] = outcome
+            report(outcome)
+    ordered = [outcomes[name] for name in names]
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        write_summary(out / SUMMARY_FILE, summary_rows(ordered, settings))
+    return ordered
+
+
+def _finished(out, name, path, settings):
+    """The skipped Outcome of a trial whose weights.json exists, else None; ValueError if
+    that file was made with other estimation settings."""
+    file = None if out is None else out / name / WEIGHTS_FILE
+    if file is None or not file.exists():
+        return None
+    record = read_weights(file)
+    theirs, ours = record.get("settings", {}), settings.estimation()
+    differ = [key for key in ours if key not in theirs or theirs[key] != ours[key]]
+    if differ:
+        raise ValueError(f"{file}: expected a finished trial of this run's settings (to "
+                         f"skip it), found other {', '.join(differ)}; choose another --out "
+                         f"or remove it")
+    return Outcome(name, str(path), record, skipped=True)
+
+
+def summary_rows(outcomes, settings):
+    """The summary.csv rows of a batch's outcomes."""
+    return [summary_row(o.name, settings.costs, o.record, o.error) for o in outcomes]
+
+
+@contextmanager
+def parallel_backend(backend, scheduler):
+    """joblib's backend for a batch: loky (joblib's default) or Dask at ``scheduler``."""
+    if backend == "loky":
+        yield
+        return
+    client = dask_client()
+    with client(scheduler), joblib.parallel_config(backend="dask"):
+        yield
+
+
+def dask_client():
+    """dask.distributed.Client; ValueError saying to install the dask extra without it."""
+    try:
+        from dask.distributed import Client
+    except ImportError:
+        raise ValueError("--backend dask: needs dask.distributed, which is not installed; "
+                         "install the dask extra: pip install 'cmtm[dask]'") from None
+    return Client

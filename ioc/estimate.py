@@ -1,0 +1,476 @@
+"""Cost weights from measured motions, with their uncertainty (ioc_calibration.md).
+
+Plain inverse KKT on a fitted noisy motion collapses (the fit's noise, amplified by the jerk
+and torque-rate stiffness, makes the velocity cost look the most stationary), so measured
+data go through an output-error model instead:
+
+    q_data(t_d) = B(t_d) theta*(w, start, goal) + noise,   noise ~ N(0, sigma^2),
+
+where theta*(w, start, goal) is the optimal motion for the weights (ioc.direct) and B the
+spline's design matrix at the data times. Its sensitivities follow from the implicit
+function theorem at the optimum, H_ff dtheta_f = -(sum_i dw_i grad_f c_i + H_fF dtheta_F)
+(f free, F fixed control points; H the Newton Hessian).
+
+1. **Linearized data-space estimate** (the starting point): at the fitted motion theta_fit,
+   the Newton step to the optimum for w is -H(w)^-1 C^T w; the weights that make it
+   smallest in data space, min |B H(w)^-1 C^T w| over the simplex, by a few fixed-point
+   iterations on H(w) (column-scaled NNLS). Biased at realistic noise.
+2. **Maximum likelihood**: Levenberg-Marquardt on min sum |q_data - B theta*|^2 over the
+   log-weights (w = softmax(eta): positive, moved by factors) and every trial's start and
+   goal (nuisance parameters), re-optimizing the motions (warm started) at every candidate,
+   from the better (lower residual) of the linearized estimate and equal weights.
+3. **Uncertainty**: the Fisher information J^T J / sigma^2 of that model at the estimate,
+   with the nuisance parameters profiled out (Schur complement) and the weights restricted
+   to the simplex's tangent space: per-weight standard deviations and 95 % intervals (the
+   Cramer-Rao bound of the linearized model). sigma is the given noise or the residual
+   estimate. Where a deviation exceeds 25 % of its weight the model is far from linear over
+   the interval, and the deviations reported are the largest of the Fisher bounds over the
+   95 % region and equal weights (conservative). A weight whose interval reaches 0 is
+   undetermined.
+
+Several trials sharing the weights are **pooled**: one weight vector, their information
+added, each trial keeping its own start and goal.
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.linalg import LinAlgError
+
+from ioc._blas import single_threaded_blas
+from ioc.banded import BandedCholesky, band_columns
+from ioc.bspline import DD, clamped_knots
+from ioc.data import MotionData, fit_spline
+from ioc.direct import SolverOptions, solve
+from ioc.inverse_kkt import _solve_scaled
+from ioc.problem import MotionProblem
+
+Z95 = 1.959963984540054
+"""Two-sided 95 % quantile of the standard normal distribution."""
+LINEARIZATION_LIMIT = 0.25
+"""Above this relative standard deviation the output-error model is far from linear over
+the 95 % region (the ML estimate then moves by a sizeable fraction of the weight), and the
+reported deviations are the largest over that region."""
+
+
+@dataclass
+class Trial:
+    """One measured motion on its problem: times (N_d,) from 0, q (N_d, nv), B (N_d, n_c)
+    sparse design matrix at the data times, the smoothing fit, and the current motion
+    theta (DD) with its start and goal."""
+    name: str
+    times: np.ndarray
+    q: np.ndarray
+    B: object
+    fit: object
+    problem: MotionProblem
+    theta: object = None
+
+
+def prepare_trial(model, costs, data, *, degree=5, control_points=50, rest_order=1,
+                  integration="samples", samples=200, limits="model", noise=None):
+    """A :class:`Trial` from a :class:`ioc.data.MotionData`: the time axis starts at 0, a
+    smoothing quintic (P-spline, ioc.data.fit_spline) on the problem's knot grid gives the
+    starting motion, its end points the start and goal."""
+    times = np.asarray(data.times, dtype=float) - float(data.times[0])
+    duration = float(times[-1])
+    knots = clamped_knots(degree, control_points, duration)
+    fit = fit_spline(knots, degree, times, data.q, noise=noise, rest_order=rest_order)
+    theta = fit.control_points
+    problem = MotionProblem(model, costs, duration=duration, samples=samples, degree=degree,
+                            control_points=control_points, start=theta[0], goal=theta[-1],
+                            rest_order=rest_order, integration=integration, limits=limits)
+    _check_within_limits(problem, DD.of(theta), data.source)
+    return Trial(name=str(data.source), times=times, q=np.asarray(data.q, dtype=float),
+                 B=problem.spline.design_matrix(times), fit=fit, problem=problem,
+                 theta=DD.of(theta))
+
+
+def _check_within_limits(problem, theta, source):
+    q = problem.limit_positions(theta)
+    over = (q > problem.upper + 1e-9) | (q < problem.lower - 1e-9)
+    if np.any(over):
+        node, joint = np.argwhere(over)[0]
+        raise ValueError(f"{source}: the motion violates the joint limits: "
+                         f"{problem.model.joint_names[joint]} = {q[node, joint]:.6g} at "
+                         f"t = {problem.limit_times[node]:.4g} s, outside "
+                         f"[{problem.lower[joint]:g}, {problem.upper[joint]:g}]")
+
+
+# --- sensitivities of the optimal motion (implicit function theorem) ---
+
+@dataclass
+class Sensitivity:
+    """d(B theta*) with respect to the weights (N_d nv, m) and to start and goal
+    (N_d nv, 2 nv), at one motion."""
+    weights: np.ndarray
+    boundary: np.ndarray
+
+
+def sensitivity(trial, theta, w, evaluation=None):
+    """Sensitivities of the data-space motion B theta*(w, start, goal) at ``theta``
+    (``evaluation``: a Newton evaluation at theta to reuse, e.g. DirectResult.evaluation)."""
+    problem = trial.problem
+    nv, n_c = problem.model.nv, problem.spline.n_control
+    dynamic = any(t.kind != "joint" for t in problem.terms)
+    ev = evaluation
+    if ev is None or ev.band is None or (dynamic and ev.band is ev.gauss_newton_band):
+        ev = problem.evaluate(theta, w, hessian="newton")
+    free = problem.free_slice
+    band = problem.layout.restrict(ev.band, free.start, free.stop)
+    try:
+        chol = BandedCholesky(band)
+    except LinAlgError:
+        gn = problem.layout.restrict(ev.gauss_newton_band, free.start, free.stop)
+        chol = BandedCholesky(problem.layout.add_diagonal(gn, 1e-8))
+    C = ev.grads.reshape(len(problem.terms), -1)[:, free]
+    dtheta_w = np.zeros((n_c * nv, C.shape[0]))
+    dtheta_w[free] = -chol.solve(C.T)
+    start_rows, goal_rows = problem.fixed_rows
+    fixed_idx = np.concatenate([start_rows, goal_rows])[:, None] * nv + np.arange(nv)
+    fixed_idx = fixed_idx.ravel()
+    selector = np.zeros((len(fixed_idx), 2 * nv))
+    for k, (row, j) in enumerate(zip(fixed_idx // nv, fixed_idx % nv)):
+        selector[k, j if row in start_rows else nv + j] = 1.0
+    coupling = band_columns(ev.band, fixed_idx)[free]
+    dtheta_u = np.zeros((n_c * nv, 2 * nv))
+    dtheta_u[fixed_idx] = selector
+    dtheta_u[free] = -chol.solve(coupling @ selector)
+    return Sensitivity(_in_data_space(trial, dtheta_w), _in_data_space(trial, dtheta_u))
+
+
+def _in_data_space(trial, dtheta):
+    """B applied joint by joint: (n_c nv, P) -> (N_d nv, P)."""
+    n_c = trial.B.shape[1]
+    nv = trial.problem.model.nv
+    P = dtheta.shape[1]
+    out = trial.B @ dtheta.reshape(n_c, nv * P)
+    return out.reshape(-1, P)
+
+
+def residual(trial, theta):
+    """q_data - B theta (N_d nv,)."""
+    return (trial.q - trial.B @ theta.value()).ravel()
+
+
+# --- 1. linearized data-space estimate ---
+
+@single_threaded_blas
+def linearized_estimate(trials, iterations=4):
+    """min over the simplex of sum_t |B_t H_t(w)^-1 C_t^T w| at the fitted motions, with
+    H_t fixed at the previous w (fixed-point iterations); returns w (m,)."""
+    m = len(trials[0].problem.terms)
+    w = np.full(m, 1.0 / m)
+    for _ in range(iterations):
+        M = np.vstack([sensitivity(t, t.theta, w).weights for t in trials])
+        w = simplex_least_squares(M)
+    return w
+
+
+def simplex_least_squares(M):
+    """argmin |M w| s.t. w >= 0, sum(w) = 1, on column-scaled M (ioc.inverse_kkt)."""
+    scale = np.linalg.norm(M, axis=0)
+    scale = np.where(scale > 0, scale, 1.0)
+    v, _, _ = _solve_scaled((M / scale).T, np.zeros((0, M.shape[0])), 1.0 / scale)
+    w = v / scale
+    return w / w.sum()
+
+
+# --- 2. maximum likelihood ---
+
+@dataclass
+class Estimate:
+    """Weights from data. weights, std, ci95 (m, 2) per term; covariance (m, m); sigma the
+    noise level used; rss; thetas the optimal motions for the weights (one per trial);
+    starts / goals; history of (iteration, rss, damping); linearized the starting point."""
+    names: tuple
+    weights: np.ndarray
+    std: np.ndarray
+    ci95: np.ndarray
+    covariance: np.ndarray
+    sigma: float
+    sigma_method: str
+    rss: float
+    n_observations: int
+    thetas: list
+    linearized: np.ndarray
+    iterations: int
+    status: str
+    undetermined: list = field(default_factory=list)
+    history: list = field(default_factory=list)
+    stationarity: float = 0.0
+
+    @property
+    def identifiable(self):
+        return not self.undetermined
+
+    def data_rms(self, trials):
+        """RMS of (optimal motion - data) per trial."""
+        return [float(np.sqrt(np.mean(residual(t, th) ** 2))) for t, th in zip(trials, self.thetas)]
+
+
+WARM = SolverOptions(start_mode="newton")
+"""Re-optimizations from a nearby motion start in the Newton polish."""
+
+
+def _optimal(trial, w, start, goal, theta0, options):
+    problem = trial.problem.with_boundary(start, goal)
+    result = solve(problem, w, theta0=theta0, options=options)
+    return problem, result
+
+
+@single_threaded_blas
+def maximum_likelihood(trials, starts, *, noise=None, max_iterations=30,
+                       options=WARM, progress=None, uncertainty=True):
+    """Levenberg-Marquardt on the output error over the log-weights (w = softmax(eta), so
+    weights stay positive and move by factors) and each trial's start and goal, from the
+    best of the candidate weight vectors ``starts``; returns an :class:`Estimate` with its
+    Fisher uncertainty."""
+    nv = trials[0].problem.model.nv
+    bounds = [(t.problem.start.copy(), t.problem.goal.copy()) for t in trials]
+    candidates = []
+    for w in starts:
+        w = np.maximum(np.asarray(w, dtype=float), 1e-6)
+        w /= w.sum()
+        states = _optimal_all(trials, w, bounds, [t.theta for t in trials], options)
+        candidates.append((_rss(trials, [r.theta for _, r in states]), tuple(w), states))
+    rss, w, states = min(candidates, key=lambda c: c[0])
+    w = np.array(w)
+    thetas = [r.theta for _, r in states]
+    Z = _simplex_basis(len(w))
+    damping, history, status = 1e-9, [], "max_iterations"
+    iteration = 0
+    for iteration in range(1, max_iterations + 1):
+        for t, (problem, _) in zip(trials, states):
+            t.problem = problem
+        J_w, J_u, r = _jacobians(trials, [res for _, res in states], w)
+        J_eta = J_w @ (np.diag(w) - np.outer(w, w)) @ Z
+        accepted = False
+        while damping < 1e10:
+            d_eta, d_u = _lm_step(J_eta, J_u, r, damping)
+            w_new = _softmax(np.log(w) + Z @ d_eta)
+            new_bounds = [(s + du[:nv], g + du[nv:]) for (s, g), du in zip(bounds, d_u)]
+            try:
+                new_states = _optimal_all(trials, w_new, new_bounds, thetas, options)
+                new_rss = _rss(trials, [r.theta for _, r in new_states])
+            except ValueError:
+                new_rss = np.inf
+            if new_rss < rss:
+                accepted = True
+                break
+            damping *= 10.0
+        if not accepted:
+            status = "converged"
+            break
+        decrease = (rss - new_rss) / rss
+        w, bounds, states, rss = w_new, new_bounds, new_states, new_rss
+        thetas = [r.theta for _, r in states]
+        damping = max(damping / 3.0, 1e-9)
+        history.append({"iteration": iteration, "rss": rss, "damping": damping,
+                        "weights": w.tolist()})
+        if progress is not None:
+            progress(history[-1])
+        if decrease < 1e-9:
+            status = "converged"
+            break
+    for t, (problem, _) in zip(trials, states):
+        t.problem = problem
+    return _with_uncertainty(trials, w, thetas, rss, noise, iteration, status, history,
+                             starts[0], max(r.stationarity_rel for _, r in states),
+                             uncertainty)
+
+
+def _optimal_all(trials, w, bounds, thetas, options):
+    return [_optimal(t, w, s, g, th, options) for t, (s, g), th in zip(trials, bounds, thetas)]
+
+
+def _softmax(eta):
+    e = np.exp(eta - np.max(eta))
+    return e / e.sum()
+
+
+def _rss(trials, thetas):
+    return float(sum(np.sum(residual(t, th) ** 2) for t, th in zip(trials, thetas)))
+
+
+def _simplex_basis(m):
+    """Orthonormal basis (m, m-1) of the tangent space {dw : sum(dw) = 0}."""
+    Q, _ = np.linalg.qr(np.eye(m) - 1.0 / m, mode="reduced")
+    return Q[:, :m - 1] if m > 1 else np.zeros((1, 0))
+
+
+def _jacobians(trials, motions, w):
+    """Per trial: d(B theta*)/dw (N nv, m), d/d(start, goal) (N nv, 2nv), residual.
+    ``motions``: per trial a DD theta or a DirectResult (whose evaluation is reused)."""
+    J_w, J_u, r = [], [], []
+    for t, motion in zip(trials, motions):
+        theta = getattr(motion, "theta", motion)
+        sens = sensitivity(t, theta, w, getattr(motion, "evaluation", None))
+        J_w.append(sens.weights)
+        J_u.append(sens.boundary)
+        r.append(residual(t, theta))
+    return np.vstack(J_w), J_u, r
+
+
+def _lm_step(Jw, J_u, r, damping):
+    """Levenberg-Marquardt step on the block-arrow normal equations: shared weight
+    coordinates, per-trial boundary parameters, solved by eliminating the latter."""
+    n_w = Jw.shape[1]
+    A = Jw.T @ Jw
+    b = Jw.T @ np.concatenate(r)
+    rows = np.cumsum([0] + [len(x) for x in r])
+    eliminated = []
+    for k, (Ju, rk) in enumerate(zip(J_u, r)):
+        Jwk = Jw[rows[k]:rows[k + 1]]
+        Uu = Ju.T @ Ju
+        Uu = Uu + damping * np.diag(np.diag(Uu) + 1e-300)
+        Wu = Jwk.T @ Ju
+        Uinv_Wt = np.linalg.solve(Uu, Wu.T)
+        Uinv_b = np.linalg.solve(Uu, Ju.T @ rk)
+        A -= Wu @ Uinv_Wt
+        b -= Wu @ Uinv_b
+        eliminated.append((Uinv_Wt, Uinv_b))
+    A = A + damping * np.diag(np.diag(Jw.T @ Jw) + 1e-300)
+    dw = np.linalg.lstsq(A, b, rcond=None)[0] if n_w else np.zeros(0)
+    du = [Ub - UW @ dw for UW, Ub in eliminated]
+    return dw, du
+
+
+# --- 3. uncertainty ---
+
+@single_threaded_blas
+def fisher_covariance(trials, thetas, w, sigma):
+    """Covariance (m, m) of the weights from the Fisher information of the output-error
+    model, nuisance start/goal profiled out, restricted to the simplex (Cramer-Rao bound
+    of the linearized model)."""
+    m = len(w)
+    Z = _simplex_basis(m)
+    J_w, J_u, _ = _jacobians(trials, thetas, w)
+    Jw = J_w @ Z
+    rows = np.cumsum([0] + [len(Ju) for Ju in J_u])
+    info = Jw.T @ Jw
+    for k, Ju in enumerate(J_u):
+        Jwk = Jw[rows[k]:rows[k + 1]]
+        W = Jwk.T @ Ju
+        info -= W @ np.linalg.pinv(Ju.T @ Ju) @ W.T
+    info /= sigma ** 2
+    cov_z = np.linalg.pinv(info, rcond=1e-14, hermitian=True)
+    return Z @ cov_z @ Z.T
+
+
+def _with_uncertainty(trials, w, thetas, rss, noise, iterations, status, history, w0,
+                      stationarity, uncertainty=True):
+    n_obs = sum(t.q.size for t in trials)
+    n_params = len(w) - 1 + sum(2 * t.problem.model.nv for t in trials)
+    if noise is not None:
+        sigma, method = float(noise), "given"
+    else:
+        sigma, method = float(np.sqrt(rss / max(n_obs - n_params, 1))), "residual"
+    cov = fisher_covariance(trials, thetas, w, sigma) if uncertainty \
+        else np.zeros((len(w), len(w)))
+    std = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    if uncertainty and np.any(std > LINEARIZATION_LIMIT * np.maximum(w, 1e-300)):
+        # the weights share the simplex: one weakly determined weight makes the others'
+        # local bounds unreliable too (measured: 0.34-0.52 of the truth's for the largest)
+        std = np.maximum(std, _region_std(trials, thetas, w, cov, sigma))
+    ci = np.stack([np.maximum(w - Z95 * std, 0.0), np.minimum(w + Z95 * std, 1.0)], axis=1)
+    names = tuple(t.name for t in trials[0].problem.terms)
+    undetermined = [n for n, wi, si in zip(names, w, std) if Z95 * si >= wi]
+    return Estimate(names=names, weights=w, std=std, ci95=ci, covariance=cov, sigma=sigma,
+                    sigma_method=method, rss=rss, n_observations=n_obs, thetas=thetas,
+                    linearized=np.asarray(w0), iterations=iterations, status=status,
+                    undetermined=undetermined, history=history, stationarity=stationarity)
+
+
+def _region_std(trials, thetas, w, cov, sigma,
+                options=SolverOptions(tolerance=1e-8, acceptable=1e-6, max_iterations=100,
+                                      start_mode="newton")):
+    """Largest Fisher standard deviations over the ends of the 95 % ellipsoid's principal
+    axes, w +- 1.96 sqrt(lambda_k) v_k, in weights and in log-weights, and of the moves of
+    one weight by +- 1.96 std_i with the others rescaled (all kept inside the simplex):
+    where the information varies
+    across the region, the bound at the estimate alone can be optimistic about the
+    truth's."""
+    out = np.zeros(len(w))
+    values, vectors = np.linalg.eigh(cov)
+    points = [_inside_simplex(w, sign * Z95 * np.sqrt(v) * u)
+              for v, u in zip(values, vectors.T) if v > 0 for sign in (-1.0, 1.0)]
+    points += [_inside_simplex(w, sign * Z95 * np.sqrt(cov[i, i]) * _coordinate_move(w, i))
+               for i in range(len(w)) for sign in (-1.0, 1.0)]
+    # the same ellipsoid in log-weights, cov(eta) = D^-1 cov(w) D^-1 (D = diag w):
+    # its ends move small weights by factors, the way the estimator moves them
+    log_cov = cov / np.outer(np.maximum(w, 1e-12), np.maximum(w, 1e-12))
+    values, vectors = np.linalg.eigh(log_cov)
+    points += [_softmax(np.log(w) + sign * Z95 * np.sqrt(v) * u)
+               for v, u in zip(values, vectors.T) if v > 0 for sign in (-1.0, 1.0)]
+    points.append(np.full(len(w), 1.0 / len(w)))
+    for wk in points:
+        moved = [_optimal(t, wk, t.problem.start, t.problem.goal, th, options)[1].theta
+                 for t, th in zip(trials, thetas)]
+        cov_k = fisher_covariance(trials, moved, wk, sigma)
+        out = np.maximum(out, np.sqrt(np.maximum(np.diag(cov_k), 0.0)))
+    return out
+
+
+def _coordinate_move(w, i):
+    """Unit change of w_i with the other weights scaled to keep the sum."""
+    d = -w / max(1.0 - w[i], 1e-300)
+    d[i] = 1.0
+    return d
+
+
+def _inside_simplex(w, dw):
+    """w + t dw with the largest t <= 1 keeping every weight >= 1e-3 of its value."""
+    negative = dw < 0
+    t = 1.0 if not np.any(negative) else \
+        float(min(1.0, np.min(0.999 * w[negative] / -dw[negative])))
+    out = w + t * dw
+    return out / out.sum()
+
+
+@single_threaded_blas
+def estimate_weights(trials, *, noise=None, max_iterations=30, progress=None,
+                     uncertainty=True):
+    """The data estimator: maximum likelihood (pooled over ``trials``, which share the
+    weights) from the better of the linearized estimate and equal weights; without
+    ``uncertainty`` the (costly) Fisher deviations are skipped (std and ci95 NaN-free
+    zeros)."""
+    m = len(trials[0].problem.terms)
+    starts = [linearized_estimate(trials), np.full(m, 1.0 / m)]
+    return maximum_likelihood(trials, starts, noise=noise, max_iterations=max_iterations,
+                              progress=progress, uncertainty=uncertainty)
+
+
+def kkt_stationarity(problem, theta, w):
+    """(absolute, relative) KKT residual of the motion ``theta`` for the weights ``w``
+    (ioc.direct's measure): how far the motion is from optimal for them."""
+    from ioc.direct import _Limits, _stationarity
+    ev = problem.evaluate(theta, w)
+    stat, _, _ = _stationarity(problem, ev, w, _Limits(problem, theta), SolverOptions())
+    return stat
+
+
+@single_threaded_blas
+def bootstrap_weights(trials, estimate, n_samples, seed=0, noise=None):
+    """Parametric bootstrap of the whole estimator: ``n_samples`` data sets simulated
+    from the estimated motions plus Gaussian noise of the estimate's sigma, each refitted
+    and re-estimated. Returns (std (m,), ci95 (m, 2) percentile interval, weights (B, m))."""
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(n_samples):
+        simulated = []
+        for t, theta in zip(trials, estimate.thetas):
+            q = t.B @ theta.value() + estimate.sigma * rng.normal(size=t.q.shape)
+            data = MotionData(t.times, q, t.problem.model.joint_names, t.name, ())
+            simulated.append(_refit(t, data, noise))
+        draws.append(estimate_weights(simulated, noise=noise, uncertainty=False).weights)
+    draws = np.array(draws)
+    return draws.std(axis=0, ddof=1), np.percentile(draws, [2.5, 97.5], axis=0).T, draws
+
+
+def _refit(trial, data, noise):
+    """A trial of the same problem settings for other data."""
+    p = trial.problem
+    return prepare_trial(p.model, [t.name for t in p.terms], data, degree=p.spline.degree,
+                         control_points=p.spline.n_control, rest_order=p.rest_order,
+                         integration=p.quadrature.rule, samples=p.samples,
+                         limits=(p.lower, p.upper), noise=noise)

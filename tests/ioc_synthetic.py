@@ -1,0 +1,81 @@
+"""A small synthetic inverse problem for the ``cmtm ioc`` tests.
+
+chain3, four costs with the weights (0.4, 0.3, 0.2, 0.1), 2 s from 1 rad to -1 rad, 40
+samples and 12 control points: solved directly (ioc.direct.solve), written by
+``cmtm optimize`` (result.json), and sampled at 100 Hz with seeded Gaussian noise of
+0.001 deg into CSV (rad) and .mot (deg) files.
+"""
+import contextlib
+import io
+from types import SimpleNamespace
+
+import numpy as np
+
+import kinematic_trees as kt
+from ioc.cli import main
+from ioc.direct import solve
+from ioc.problem import MotionProblem
+
+COSTS = "joint_velocity,joint_acceleration,joint_jerk,joint_torque"
+NAMES = COSTS.split(",")
+WEIGHTS = (0.4, 0.3, 0.2, 0.1)
+SPLINE = ["--samples", "40", "--control-points", "12"]
+NOISE_DEG = 0.001
+NOISE_RAD = float(np.deg2rad(NOISE_DEG))
+TIMES = np.linspace(0.0, 2.0, 201)
+"""100 Hz over the 2 s motion."""
+JOINTS = ("joint1", "joint2", "joint3")
+
+
+def run(argv):
+    """(exit status, stdout, stderr) of ``main(argv)``, argparse's SystemExit included."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as stop:
+            code = stop.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def ioc_argv(*motion, extra=()):
+    """``cmtm ioc`` on the synthetic problem's model, costs and spline."""
+    return ["ioc", "--model", "chain3", "--costs", COSTS, *SPLINE, "--motion",
+            *map(str, motion), *extra]
+
+
+def build(folder):
+    """Solve the problem, write ``folder``/optimize (cmtm optimize) and return the true
+    samples q (201, 3) rad with the paths."""
+    problem = MotionProblem(kt.compile_tree(kt.serial_chain(3)), COSTS, duration=2.0,
+                            samples=40, control_points=12, start=1.0, goal=-1.0)
+    result = solve(problem, WEIGHTS)
+    optimized = folder / "optimize"
+    code, _, _ = run(["optimize", "--model", "chain3", "--costs", COSTS, "--weights",
+                      ",".join(map(str, WEIGHTS)), *SPLINE, "--start", "1", "--goal", "-1",
+                      "--out", str(optimized), "--quiet"])
+    assert code == 0
+    return SimpleNamespace(folder=folder, optimized=optimized,
+                           q=result.sample(TIMES, 0)[:, 0])
+
+
+def noisy(q, seed):
+    """q plus Gaussian noise of NOISE_RAD (seeded)."""
+    return q + NOISE_RAD * np.random.default_rng(seed).normal(size=q.shape)
+
+
+def write_csv(path, q, times=TIMES, names=JOINTS):
+    """A CSV motion file in rad, full precision."""
+    rows = [",".join(("time",) + tuple(names))]
+    rows += [",".join(repr(float(x)) for x in (t, *row)) for t, row in zip(times, q)]
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def write_mot(path, q_deg, times=TIMES):
+    """An OpenSim .mot motion file in deg (inDegrees=yes)."""
+    header = [path.stem, "version=1", f"nRows={len(times)}", f"nColumns={1 + len(JOINTS)}",
+              "inDegrees=yes", "endheader", "\t".join(("time",) + JOINTS)]
+    rows = ["\t".join(repr(float(x)) for x in (t, *row)) for t, row in zip(times, q_deg)]
+    path.write_text("\n".join(header + rows) + "\n", encoding="utf-8")
+    return path
