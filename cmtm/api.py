@@ -51,6 +51,10 @@ def check_model(model):
     if missing:
         raise ValueError(f"model: expected a CompiledTree (kinematic_trees.compile_tree), "
                          f"got {type(model).__name__} without {', '.join(missing)}")
+    if len(model.parent) == 0:
+        raise ValueError("model: expected at least one movable joint, got nv = 0 (every "
+                         "joint is fixed); its mass properties are model.base_mass, "
+                         "base_com and base_inertia_com")
 
 
 def check_order(order):

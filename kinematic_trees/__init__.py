@@ -1,18 +1,25 @@
 """kinematic_trees: robot and human models as networkx trees, compiled to flat arrays.
 
     tree = serial_chain(3)          # or two_link_planar(), panda(), random_tree(n, seed=...),
-                                    # load_urdf(path, lock=...), or KinematicTree() by hand
+                                    # human(), load_urdf(path, lock=..., mimic=...),
+                                    # or KinematicTree() by hand; floating_base="xyz_zyx"
+                                    # gives any of them a free root (six virtual joints)
     model = compile_tree(tree)      # immutable CompiledTree for the cmtm engine
+    coupling(model)                 # q = C q_ind + c when joints mimic others
 
 This package is the bottom layer: it imports neither ``cmtm`` nor ``ioc``.
 """
 from .builders import panda, random_tree, serial_chain, two_link_planar
 from .compile import JOINT_PRISMATIC, JOINT_REVOLUTE, CompiledTree, compile_tree
-from .graph import JOINT_TYPES, KinematicTree, ModelError
-from .urdf import load_urdf
+from .example_robots import example_robots_dir, human
+from .floating_base import FLOATING_BASES, add_floating_base
+from .graph import JOINT_TYPES, InertiaWarning, KinematicTree, ModelError
+from .mimic import Coupling, coupling
+from .urdf import MIMIC_MODES, load_urdf
 
 __all__ = [
-    "JOINT_PRISMATIC", "JOINT_REVOLUTE", "JOINT_TYPES", "CompiledTree", "KinematicTree",
-    "ModelError", "compile_tree", "load_urdf", "panda", "random_tree", "serial_chain",
-    "two_link_planar",
+    "FLOATING_BASES", "JOINT_PRISMATIC", "JOINT_REVOLUTE", "JOINT_TYPES", "MIMIC_MODES",
+    "CompiledTree", "Coupling", "InertiaWarning", "KinematicTree", "ModelError",
+    "add_floating_base", "compile_tree", "coupling", "example_robots_dir", "human",
+    "load_urdf", "panda", "random_tree", "serial_chain", "two_link_planar",
 ]

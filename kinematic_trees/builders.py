@@ -2,14 +2,17 @@
 for testing, and the Franka Emika Panda arm.
 
 Every builder returns a ``KinematicTree``; pass it to ``compile_tree`` for the engine.
+``floating_base`` (None, fixed base, by default) puts six virtual joints under the base
+link (``add_floating_base``; e.g. "xyz_zyx").
 """
 import numpy as np
 
+from .floating_base import add_floating_base
 from .graph import KinematicTree
 from .inertia import inertia_matrix, rpy_matrix
 
 
-def two_link_planar():
+def two_link_planar(floating_base=None):
     """The classic planar two-link arm (rods of 1 m and 1 kg, both joints about z).
 
     Base "base"; "joint1" at the base origin moves "link1"; "joint2" at (1, 0, 0) in link1
@@ -32,10 +35,10 @@ def two_link_planar():
     for i, parent, xyz in ((1, "base", (0.0, 0.0, 0.0)), (2, "link1", (1.0, 0.0, 0.0))):
         tree.add_link(f"link{i}", mass=1.0, com=(0.5, 0.0, 0.0), inertia=rod)
         tree.add_joint(f"joint{i}", parent, f"link{i}", "revolute", axis=(0, 0, 1), xyz=xyz)
-    return tree
+    return add_floating_base(tree, floating_base)
 
 
-def serial_chain(n):
+def serial_chain(n, floating_base=None):
     """The paper's serial chain of ``n`` revolute links.
 
     Each link is 1 m long along its local x, with m = 5 kg, COM at (0.5, 0, 0) and
@@ -61,10 +64,11 @@ def serial_chain(n):
         xyz = (0.0, 0.0, 0.0) if i == 1 else (1.0, 0.0, 0.0)
         tree.add_joint(f"joint{i:0{width}d}", parent, link, "revolute", axis=axis, xyz=xyz)
         parent = link
-    return tree
+    return add_floating_base(tree, floating_base)
 
 
-def random_tree(n, branching=0.3, prismatic_fraction=0.25, fixed_fraction=0.15, seed=0):
+def random_tree(n, branching=0.3, prismatic_fraction=0.25, fixed_fraction=0.15, seed=0,
+                floating_base=None):
     """A random, valid tree with ``n`` movable joints, deterministic in ``seed``.
 
     About ``fixed_fraction * n`` extra fixed joints carry massive links (so fixed-joint
@@ -101,7 +105,7 @@ def random_tree(n, branching=0.3, prismatic_fraction=0.25, fixed_fraction=0.15, 
                        axis=_random_unit(rng), xyz=rng.uniform(0.1, 1.0) * _random_unit(rng),
                        rpy=rng.uniform(-np.pi, np.pi, 3), lower=-half_range, upper=half_range)
         links.append(link)
-    return tree
+    return add_floating_base(tree, floating_base)
 
 
 def _random_unit(rng):
@@ -180,7 +184,7 @@ _PANDA_JOINTS = (
 )
 
 
-def panda():
+def panda(floating_base=None):
     """The 7-DoF Franka Emika Panda arm, base "panda_link0", joints "panda_joint1".."7".
 
     Kinematic and inertial parameters are those of example-robot-data's ``panda.urdf``
@@ -201,4 +205,4 @@ def panda():
     for name, joint_type, parent, child, xyz, rpy, axis, lower, upper in _PANDA_JOINTS:
         tree.add_joint(name, parent, child, joint_type, axis=axis, xyz=xyz, rpy=rpy,
                        lower=lower, upper=upper)
-    return tree
+    return add_floating_base(tree, floating_base)

@@ -5,12 +5,16 @@ parallel-axis theorem and composing the placements of what hangs below), then nu
 remaining moving links in depth-first pre-order from the base, visiting children sorted by
 link name. Hence ``parent[i] < i`` and the subtree of link i is ``range(i, subtree_end[i])``,
 and the result does not depend on the order in which links and joints were added.
+
+A model whose joints are all fixed compiles to nv = 0: its mass properties are the base_*
+fields (the engine, which needs nv >= 1, refuses it).
 """
 from typing import NamedTuple
 
 import networkx as nx
 import numpy as np
 
+from .floating_base import add_floating_base
 from .graph import ModelError
 from .inertia import lump, rotate_inertia, spatial_inertia
 
@@ -24,7 +28,8 @@ class CompiledTree(NamedTuple):
     """Immutable model: read-only C-contiguous arrays, one row per moving link / joint.
 
     n = nv = number of movable joints = number of moving links (the fixed base is not a
-    row). Link i is the child of joint i; its frame is joint i's frame.
+    row; n = 0 when every joint is fixed). Link i is the child of joint i; its frame is
+    joint i's frame.
 
     ===============  ==============  =====================================================
     field            shape, dtype    meaning
@@ -44,6 +49,13 @@ class CompiledTree(NamedTuple):
     gravity          (3,) float64    gravity acceleration in the base frame, m/s^2
     q_lower          (n,) float64    position limits (rad or m), -inf when none
     q_upper          (n,) float64    position limits (rad or m), +inf when none
+    mimic_leader     (n,) int64      index of the joint that joint i follows
+                                     (``KinematicTree.couple_joint``), -1 if independent
+    mimic_multiplier (n,) float64    q_i = mimic_multiplier[i] q_leader + mimic_offset[i]
+    mimic_offset     (n,) float64    (rad or m); both 0 for independent joints
+    base_mass        () float64      kg, the base and every link fixed to it (lumped)
+    base_com         (3,) float64    their centre of mass in the base frame, m
+    base_inertia_com (3,3) float64   their rotational inertia about it, base axes, kg m^2
     joint_names      tuple of str    n joint names
     link_names       tuple of str    n link names (the child link of each joint)
     base_name        str             name of the root link (the fixed base)
@@ -66,6 +78,12 @@ class CompiledTree(NamedTuple):
     gravity: np.ndarray
     q_lower: np.ndarray
     q_upper: np.ndarray
+    mimic_leader: np.ndarray
+    mimic_multiplier: np.ndarray
+    mimic_offset: np.ndarray
+    base_mass: np.ndarray
+    base_com: np.ndarray
+    base_inertia_com: np.ndarray
     joint_names: tuple
     link_names: tuple
     base_name: str
@@ -77,46 +95,59 @@ class CompiledTree(NamedTuple):
         return len(self.parent)
 
 
-def compile_tree(tree, gravity=(0.0, 0.0, -9.81)):
+def compile_tree(tree, gravity=(0.0, 0.0, -9.81), floating_base=None):
     """Validate ``tree`` and compile it into a ``CompiledTree``.
 
     gravity : (3,) gravity acceleration in the base frame, m/s^2.
+    floating_base : None (fixed base) or one of ``FLOATING_BASES``: compile a copy of the
+        tree with six virtual joints carrying its root (``add_floating_base``); ``tree``
+        itself is not changed.
 
     >>> from kinematic_trees import serial_chain
     >>> model = compile_tree(serial_chain(3))
     >>> model.nv, model.parent.tolist(), model.subtree_end.tolist()
     (3, [-1, 0, 1], [3, 3, 3])
+    >>> compile_tree(serial_chain(3), floating_base="xyz_zyx").nv
+    9
     """
+    if floating_base is not None:
+        tree = add_floating_base(tree.copy(), floating_base)
     tree.validate()
     gravity = _frozen(_gravity(gravity), np.float64)
     graph, base = tree.graph, tree.root
     body_of, pose_in_body = _merge_fixed_joints(graph, base)
     joints = {child: joint for _, child, joint in graph.edges(data=True)
               if joint["type"] != "fixed"}
-    if not joints:
-        raise ModelError("the model has no movable joint (revolute, continuous or prismatic)")
     links = _preorder(base, joints, graph, body_of)
     index = {link: i for i, link in enumerate(links)}
     index[base] = -1
     parent = [index[body_of[_parent_link(graph, link)]] for link in links]
     placements = [_joint_placement(graph, link, pose_in_body) for link in links]
-    inertials = _lumped_inertials(links, graph, body_of, pose_in_body)
+    (base_mass, base_com, base_inertia), *inertials = _lumped_inertials(
+        [base, *links], graph, body_of, pose_in_body)
+    leader, multiplier, offset = _mimic_rows([joints[link] for link in links])
     return CompiledTree(
-        parent=_frozen(parent, np.int64),
-        subtree_end=_frozen(_subtree_end(parent), np.int64),
-        joint_type=_frozen([_joint_type_code(joints[link]["type"]) for link in links],
-                           np.int64),
-        axis=_frozen([joints[link]["axis"] for link in links], np.float64),
-        placement_R=_frozen([R for R, _ in placements], np.float64),
-        placement_p=_frozen([p for _, p in placements], np.float64),
-        mass=_frozen([m for m, _, _ in inertials], np.float64),
-        com=_frozen([c for _, c, _ in inertials], np.float64),
-        inertia_com=_frozen([I for _, _, I in inertials], np.float64),
-        spatial_inertia=_frozen([spatial_inertia(*inertial) for inertial in inertials],
-                                np.float64),
+        parent=_rows(parent, np.int64),
+        subtree_end=_rows(_subtree_end(parent), np.int64),
+        joint_type=_rows([_joint_type_code(joints[link]["type"]) for link in links],
+                         np.int64),
+        axis=_rows([joints[link]["axis"] for link in links], np.float64, (3,)),
+        placement_R=_rows([R for R, _ in placements], np.float64, (3, 3)),
+        placement_p=_rows([p for _, p in placements], np.float64, (3,)),
+        mass=_rows([m for m, _, _ in inertials], np.float64),
+        com=_rows([c for _, c, _ in inertials], np.float64, (3,)),
+        inertia_com=_rows([I for _, _, I in inertials], np.float64, (3, 3)),
+        spatial_inertia=_rows([spatial_inertia(*inertial) for inertial in inertials],
+                              np.float64, (6, 6)),
         gravity=gravity,
-        q_lower=_frozen([joints[link]["lower"] for link in links], np.float64),
-        q_upper=_frozen([joints[link]["upper"] for link in links], np.float64),
+        q_lower=_rows([joints[link]["lower"] for link in links], np.float64),
+        q_upper=_rows([joints[link]["upper"] for link in links], np.float64),
+        mimic_leader=_rows(leader, np.int64),
+        mimic_multiplier=_rows(multiplier, np.float64),
+        mimic_offset=_rows(offset, np.float64),
+        base_mass=_frozen(base_mass, np.float64),
+        base_com=_frozen(base_com, np.float64),
+        base_inertia_com=_frozen(base_inertia, np.float64),
         joint_names=tuple(joints[link]["name"] for link in links),
         link_names=tuple(links),
         base_name=base,
@@ -140,6 +171,20 @@ def _frozen(values, dtype):
     array = np.array(values, dtype=dtype, order="C")
     array.setflags(write=False)
     return array
+
+
+def _rows(values, dtype, row_shape=()):
+    """Read-only (n, *row_shape) array of n per-joint ``values``, also when n = 0."""
+    return _frozen(np.reshape(np.array(values, dtype=dtype), (-1, *row_shape)), dtype)
+
+
+def _mimic_rows(joints):
+    """(leader index, multiplier, offset) lists of the compiled joints (-1, 0, 0 when
+    independent), from the joints' ``mimic`` attributes."""
+    index = {joint["name"]: i for i, joint in enumerate(joints)}
+    mimics = [joint["mimic"] or (None, 0.0, 0.0) for joint in joints]
+    return ([index.get(leader, -1) for leader, _, _ in mimics],
+            [multiplier for _, multiplier, _ in mimics], [offset for _, _, offset in mimics])
 
 
 def _joint_type_code(joint_type):

@@ -5,43 +5,81 @@ Node attributes (one node per link, keyed by the link name, a str):
     mass     float          kg, >= 0
     com      (3,) float64   centre of mass in the link frame, m
     inertia  (3,3) float64  rotational inertia about the COM, link-frame axes, kg m^2;
-                            symmetric, positive semi-definite, principal moments obey the
-                            triangle inequality
+                            symmetric; physically consistent (principal moments >= 0 and
+                            obeying the triangle inequality) up to the tolerance below
 
 Edge attributes (one edge parent -> child per joint; the child link frame is the joint frame):
 
     name          str            unique among joints
     type          str            "revolute", "continuous", "prismatic" or "fixed"
-    axis          (3,) float64   unit joint axis in the joint frame
+    axis          (3,) float64   unit joint axis in the joint frame (fixed joints: ignored,
+                                 kept as given, may be zero)
     R, p          (3,3), (3,)    parent_X_joint: pose of the joint frame (at q = 0) in the
                                  parent link frame, R a rotation, p in m
     lower, upper  float          position limits (rad or m), -inf / +inf when absent
+    mimic         None or (str, float, float)
+                                 (leader, multiplier, offset): this joint follows
+                                 q = multiplier * q_leader + offset (see ``couple_joint``)
 
 Every ``add_*`` call checks what it adds; ``validate()`` checks the whole graph again (for
 graphs built or edited by hand) and brings every attribute to the canonical form above.
 All failures raise ``ModelError`` naming the link or joint at fault.
+
+Inertia tolerance. Real robot files carry inertias that are not physically consistent:
+rounding (moments of -2e-35), point masses and thin rods written loosely, or plain errors.
+Let lambda_3 be the link's largest principal moment and ``correction`` the largest change of
+a principal moment that makes the inertia consistent (``inertia.consistent_inertia``):
+
+    correction <= INERTIA_RTOL lambda_3 + INERTIA_ATOL            rounding: kept, silently
+    correction <= INERTIA_TOLERANCE lambda_3 + INERTIA_TOLERANCE_ATOL
+                                                   kept as given (or, with
+                                                   ``project_inertia=True``, replaced by the
+                                                   consistent inertia) and reported once per
+                                                   link by an ``InertiaWarning``; a
+                                                   ModelError with ``strict=True``
+    larger (e.g. a moment below about -lambda_3 / 2)  ModelError
+
+Every positive semi-definite inertia is within the tolerance (a line of mass, moments
+(0, 0, lambda), needs the largest correction, lambda / 2); negative mass is always an error.
 """
+import warnings
 from collections import Counter
 
 import networkx as nx
 import numpy as np
 
-from .inertia import axis_rotation, rpy_matrix
+from .inertia import axis_rotation, consistent_inertia, rpy_matrix
 
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed")
 LINK_FIELDS = ("mass", "com", "inertia")
-JOINT_FIELDS = ("name", "type", "axis", "R", "p", "lower", "upper")
+JOINT_FIELDS = ("name", "type", "axis", "R", "p", "lower", "upper", "mimic")
 
 ROTATION_TOL = 1e-9
 """Max |R^T R - E| entry accepted for a rotation matrix."""
 
 INERTIA_RTOL = 1e-9
-"""Inertia checks tolerate this much, relative to the trace: thin rods sit exactly on the
-triangle-inequality boundary and rounding must not reject them."""
+"""Inertia corrections up to this fraction of the largest principal moment (plus
+INERTIA_ATOL) are rounding: thin rods sit exactly on the triangle-inequality boundary."""
+INERTIA_ATOL = 1e-15
+"""kg m^2: the absolute rounding floor of the inertia checks (moments of a point mass
+written as +-1e-20 are zero)."""
+INERTIA_TOLERANCE = 0.5
+"""Inconsistent inertias are accepted (with an InertiaWarning) while the correction is at
+most this fraction of the largest principal moment, plus INERTIA_TOLERANCE_ATOL."""
+INERTIA_TOLERANCE_ATOL = 1e-9
+"""kg m^2 (1 g at a 1 mm radius of gyration): the absolute floor of the tolerance, for the
+dummy links of real files (1e-6 kg, moments of 1e-8 kg m^2)."""
 
 
 class ModelError(ValueError):
     """An invalid kinematic tree; the message names the link or joint and what is wrong."""
+
+
+class InertiaWarning(UserWarning):
+    """A link inertia that is physically inconsistent beyond rounding but within the
+    tolerance (module docstring): accepted, reported once per link with the size of the
+    correction. Filter it with ``warnings.filterwarnings("ignore", category=InertiaWarning)``;
+    ``strict=True`` makes it a ModelError."""
 
 
 # --- attribute checks (shared by add_* and validate) ---
@@ -59,22 +97,14 @@ def _array(value, shape, what):
     return a
 
 
-def _check_inertia(inertia, what):
-    """Symmetric, PSD, triangle-inequality (3,3) inertia (symmetrized), else ModelError."""
+def _symmetric_inertia(inertia, what):
+    """Symmetric (3,3) inertia (symmetrized to rounding), else ModelError; consistency is
+    judged by KinematicTree._accepted_inertia."""
     I = _array(inertia, (3, 3), what)
-    tol = INERTIA_RTOL * max(np.trace(I), 0.0)
     asymmetry = np.max(np.abs(I - I.T))
-    if asymmetry > tol:
+    if asymmetry > INERTIA_RTOL * np.max(np.abs(I)) + INERTIA_ATOL:
         raise ModelError(f"{what} is not symmetric (max asymmetry {asymmetry:.3g})")
-    I = 0.5 * (I + I.T)
-    moments = np.linalg.eigvalsh(I)  # ascending principal moments
-    if moments[0] < -tol:
-        raise ModelError(f"{what} is not positive semi-definite "
-                         f"(principal moments {moments.tolist()})")
-    if moments[2] > moments[0] + moments[1] + tol:
-        raise ModelError(f"{what} violates the triangle inequality: principal moment "
-                         f"{moments[2]:.6g} > {moments[0]:.6g} + {moments[1]:.6g}")
-    return I
+    return 0.5 * (I + I.T)
 
 
 def _check_rotation(R, what):
@@ -99,11 +129,11 @@ def _checked_link(name, mass=0.0, com=(0.0, 0.0, 0.0), inertia=None):
     inertia = np.zeros((3, 3)) if inertia is None else inertia
     return {"mass": mass,
             "com": _array(com, (3,), f"{where}: com"),
-            "inertia": _check_inertia(inertia, f"{where}: inertia")}
+            "inertia": _symmetric_inertia(inertia, f"{where}: inertia")}
 
 
 def _checked_joint(name, type, axis=(0.0, 0.0, 1.0), R=None, p=(0.0, 0.0, 0.0),
-                   lower=-np.inf, upper=np.inf):
+                   lower=-np.inf, upper=np.inf, mimic=None):
     """Canonical joint attributes (see the module table), else ModelError."""
     if not isinstance(name, str) or not name:
         raise ModelError(f"joint {name!r}: joint names must be non-empty strings")
@@ -111,11 +141,9 @@ def _checked_joint(name, type, axis=(0.0, 0.0, 1.0), R=None, p=(0.0, 0.0, 0.0),
     if type not in JOINT_TYPES:
         raise ModelError(f"{where}: unknown type {type!r}; expected one of {JOINT_TYPES}")
     axis = _array(axis, (3,), f"{where}: axis")
-    norm = np.linalg.norm(axis)
-    if norm < 1e-12:
-        raise ModelError(f"{where}: axis is zero ({axis.tolist()})")
-    if abs(norm - 1.0) > 1e-12:  # unit axes stay bit-for-bit: validate() is idempotent
-        axis = axis / norm
+    if type != "fixed":
+        axis = _unit_axis(axis, where)
+    mimic = _checked_mimic(mimic, where)
     lower, upper = (_limit(x, f"{where}: {side} limit")
                     for x, side in ((lower, "lower"), (upper, "upper")))
     if type in ("continuous", "fixed"):
@@ -126,7 +154,30 @@ def _checked_joint(name, type, axis=(0.0, 0.0, 1.0), R=None, p=(0.0, 0.0, 0.0),
     return {"name": name, "type": type, "axis": axis,
             "R": _check_rotation(R, f"{where}: placement rotation R"),
             "p": _array(p, (3,), f"{where}: placement p"),
-            "lower": lower, "upper": upper}
+            "lower": lower, "upper": upper, "mimic": mimic}
+
+
+def _unit_axis(axis, where):
+    """``axis`` normalized (unit axes stay bit-for-bit, so validate() is idempotent)."""
+    norm = np.linalg.norm(axis)
+    if norm < 1e-12:
+        raise ModelError(f"{where}: axis is zero ({axis.tolist()})")
+    return axis / norm if abs(norm - 1.0) > 1e-12 else axis
+
+
+def _checked_mimic(mimic, where):
+    """None, or (leader name, finite multiplier, finite offset), else ModelError."""
+    if mimic is None:
+        return None
+    try:
+        leader, multiplier, offset = mimic
+    except (TypeError, ValueError):
+        raise ModelError(f"{where}: mimic: expected (leader joint name, multiplier, offset), "
+                         f"got {mimic!r}") from None
+    if not isinstance(leader, str) or not leader:
+        raise ModelError(f"{where}: mimic: the leader must be a joint name, got {leader!r}")
+    return (leader, float(_array(multiplier, (), f"{where}: mimic multiplier")),
+            float(_array(offset, (), f"{where}: mimic offset")))
 
 
 def _limit(value, what):
@@ -149,6 +200,11 @@ class KinematicTree:
     table. Build it with ``add_link`` / ``add_joint``, a builder, ``load_urdf`` or
     ``KinematicTree.from_graph``.
 
+    strict : refuse (ModelError) every inertia that is inconsistent beyond rounding,
+        instead of accepting it with an InertiaWarning (module docstring).
+    project_inertia : store such inertias projected onto the nearest consistent one
+        (``inertia.consistent_inertia``) instead of as given.
+
     >>> tree = KinematicTree()
     >>> tree.add_link("base")
     >>> tree.add_link("arm", mass=1.0, com=(0.5, 0.0, 0.0))
@@ -157,30 +213,69 @@ class KinematicTree:
     ('base', array([0., 0., 1.]))
     """
 
-    def __init__(self):
+    def __init__(self, *, strict=False, project_inertia=False):
         self.graph = nx.DiGraph()
+        self.strict = bool(strict)
+        self.project_inertia = bool(project_inertia)
+        self._reported_inertias = {}  # link -> inertia already reported by an InertiaWarning
 
     def __repr__(self):
         return (f"KinematicTree({self.graph.number_of_nodes()} links, "
                 f"{self.graph.number_of_edges()} joints)")
 
     @classmethod
-    def from_graph(cls, graph):
+    def from_graph(cls, graph, *, strict=False, project_inertia=False):
         """Validated copy of a ``networkx.DiGraph`` that follows the module table.
 
         Missing link attributes default to a massless link; joints need at least
-        ``name`` and ``type``.
+        ``name`` and ``type``. strict, project_inertia: as for the constructor.
         """
-        tree = cls()
+        tree = cls(strict=strict, project_inertia=project_inertia)
         tree.graph = nx.DiGraph(graph)
         tree.validate()
+        return tree
+
+    def copy(self):
+        """An independent copy (graph, attribute dicts, options and the inertias reported)."""
+        tree = type(self)(strict=self.strict, project_inertia=self.project_inertia)
+        tree.graph = self.graph.copy()
+        tree._reported_inertias = dict(self._reported_inertias)
         return tree
 
     def add_link(self, name, mass=0.0, com=(0.0, 0.0, 0.0), inertia=None):
         """Add a link: mass (kg), com (3,) in the link frame, inertia (3,3) about the COM."""
         if name in self.graph:
             raise ModelError(f"link '{name}' already exists")
-        self.graph.add_node(name, **_checked_link(name, mass, com, inertia))
+        attributes = _checked_link(name, mass, com, inertia)
+        attributes["inertia"] = self._accepted_inertia(name, attributes["inertia"])
+        self.graph.add_node(name, **attributes)
+
+    def _accepted_inertia(self, link, inertia):
+        """The inertia to store for ``link``: as given, or projected onto the nearest
+        consistent one; InertiaWarning once per link, ModelError beyond the tolerance or
+        with ``strict`` (module docstring)."""
+        consistent, correction = consistent_inertia(inertia)
+        moments = np.linalg.eigvalsh(inertia)
+        largest = max(float(moments[-1]), 0.0)
+        if correction <= INERTIA_RTOL * largest + INERTIA_ATOL:
+            return inertia
+        problem = (f"link '{link}': inertia is not physically consistent (principal moments "
+                   f"{_numbers_text(moments)} kg m^2); the nearest consistent inertia changes "
+                   f"a moment by {correction:.3g} kg m^2")
+        if correction > INERTIA_TOLERANCE * largest + INERTIA_TOLERANCE_ATOL:
+            raise ModelError(f"{problem}, more than the tolerance {INERTIA_TOLERANCE} x the "
+                             f"largest moment + {INERTIA_TOLERANCE_ATOL} kg m^2")
+        if largest > 0.0:
+            problem += f" ({correction / largest:.1%} of the largest)"
+        if self.strict:
+            raise ModelError(f"{problem}; refused because strict=True")
+        reported = self._reported_inertias.get(link)
+        if reported is None or not np.array_equal(reported, inertia):
+            action = ("projected onto it" if self.project_inertia else
+                      "kept as given (project_inertia=True projects it, strict=True refuses it)")
+            warnings.warn(f"{problem}; {action}", InertiaWarning, stacklevel=3)
+            self._reported_inertias[link] = inertia
+        return consistent if self.project_inertia else inertia
 
     def add_joint(self, name, parent, child, type="revolute", axis=(0.0, 0.0, 1.0),
                   xyz=(0.0, 0.0, 0.0), rpy=(0.0, 0.0, 0.0), R=None,
@@ -240,7 +335,26 @@ class KinematicTree:
             joint["p"] = joint["p"] + joint["R"] @ (q * joint["axis"])
         else:
             joint["R"] = joint["R"] @ axis_rotation(joint["axis"], q)
-        joint.update(type="fixed", lower=-np.inf, upper=np.inf)
+        joint.update(type="fixed", lower=-np.inf, upper=np.inf, mimic=None)
+
+    def couple_joint(self, name, leader, multiplier=1.0, offset=0.0):
+        """Make joint ``name`` follow joint ``leader``: q = multiplier * q_leader + offset
+        (URDF <mimic>; rad or m, as the two joints are).
+
+        Both stay joints of the compiled model, with their own rows and columns in every
+        stack and Jacobian; ``kinematic_trees.coupling(model)`` gives the map from the
+        independent joints to all of them (q = C q_ind + c) and sums the Jacobian columns
+        by the chain rule. The leader must be movable and not itself coupled.
+        """
+        parent, child = self.joint_links(name)
+        joint = self.graph.edges[parent, child]
+        mimic = _checked_mimic((leader, multiplier, offset), f"joint '{name}'")
+        _check_mimic(self._joints(), name, mimic)
+        joint["mimic"] = mimic
+
+    def _joints(self):
+        """{joint name: edge attribute dict} of every joint."""
+        return {joint["name"]: joint for _, _, joint in self.graph.edges(data=True)}
 
     def joint_links(self, name):
         """(parent, child) link names of the joint called ``name``."""
@@ -265,6 +379,7 @@ class KinematicTree:
             raise ModelError("the model has no links")
         for name, attributes in graph.nodes(data=True):
             attributes.update(_checked_link(name, **_fields(attributes, LINK_FIELDS)))
+            attributes["inertia"] = self._accepted_inertia(name, attributes["inertia"])
         for parent, child, attributes in graph.edges(data=True):
             for required in ("name", "type"):
                 if required not in attributes:
@@ -293,6 +408,28 @@ class KinematicTree:
             joints = [graph.edges[u, v]["name"] for u, v in cycle]
             raise ModelError(f"joints {joints} form a cycle; a kinematic tree has none")
         _single_root(graph)
+        joints = self._joints()
+        for name, joint in joints.items():
+            if joint["mimic"] is not None:
+                _check_mimic(joints, name, joint["mimic"])
+
+
+def _check_mimic(joints, name, mimic):
+    """ModelError unless the movable joint ``name`` may follow mimic[0]: the leader exists,
+    is another movable joint and is not coupled itself. joints: {name: attribute dict}."""
+    leader = mimic[0]
+    where = f"joint '{name}' mimics joint '{leader}'"
+    if joints[name]["type"] == "fixed":
+        raise ModelError(f"joint '{name}': a fixed joint cannot mimic joint '{leader}'")
+    if leader == name:
+        raise ModelError(f"joint '{name}' mimics itself")
+    if leader not in joints:
+        raise ModelError(f"{where}, which does not exist")
+    if joints[leader]["type"] == "fixed":
+        raise ModelError(f"{where}, which is fixed; lock '{name}' as well")
+    if joints[leader]["mimic"] is not None:
+        raise ModelError(f"{where}, which itself mimics '{joints[leader]['mimic'][0]}'; "
+                         "couple it to that joint directly")
 
 
 def _single_root(graph):
@@ -302,6 +439,11 @@ def _single_root(graph):
         raise ModelError(f"a tree has exactly one root link, found {len(roots)}: "
                          f"{roots} have no parent joint (is the model disconnected?)")
     return roots[0]
+
+
+def _numbers_text(values):
+    """'[a, b, c]' with 4 significant digits."""
+    return "[" + ", ".join(f"{x:.4g}" for x in values) + "]"
 
 
 def _fields(attributes, names):

@@ -6,6 +6,8 @@ Symbols (cmtm_math.md §1.1, §5), all float64:
     R(rpy)        rpy_matrix(rpy)             (3,3)  URDF convention Rz(yaw) Ry(pitch) Rx(roll)
     exp(q [a x])  axis_rotation(a, q)         (3,3)  rotation by the angle q about the unit axis a
     m, c, I_c     mass, com, inertia_com      (), (3,), (3,3)  I_c about the centre of mass
+    Sigma         tr(I_c)/2 E - I_c           (3,3)  density-weighted covariance of the mass
+                                                     about the COM, int rho r r^T dV
     I             spatial_inertia(m, c, I_c)  (6,6)  about the frame origin, angular-first
 
 Nothing here validates its inputs; ``graph.py`` does that at the model boundary.
@@ -71,6 +73,29 @@ def lump(bodies):
         d_x = skew(c - com)
         inertia_com += I + m * (d_x @ d_x.T)
     return mass, com, inertia_com
+
+
+def consistent_inertia(inertia_com):
+    """The physically consistent rotational inertia nearest to ``inertia_com`` (3,3).
+
+    A rotational inertia about the COM comes from a non-negative mass density exactly when
+    its covariance Sigma = tr(I_c)/2 E - I_c is positive semi-definite (principal moments
+    non-negative and obeying the triangle inequality lambda_3 <= lambda_1 + lambda_2).
+    Sigma and I_c share principal axes, and I_c = tr(Sigma) E - Sigma; clipping Sigma's
+    eigenvalues at zero is the Frobenius-nearest PSD covariance, mapped back to an inertia.
+
+    Returns (consistent (3,3), correction), ``correction`` the largest change of a principal
+    moment (kg m^2), 0 for a consistent inertia up to rounding.
+
+    >>> I, correction = consistent_inertia(np.diag([0.0, 0.0, 1.0]))  # a line of mass
+    >>> np.round(np.diag(I), 12) + 0.0, correction
+    (array([0.5, 0.5, 1. ]), 0.5)
+    """
+    moments, axes = np.linalg.eigh(inertia_com)
+    sigma = np.maximum(0.5 * moments.sum() - moments, 0.0)
+    consistent_moments = sigma.sum() - sigma
+    consistent = rotate_inertia(axes, np.diag(consistent_moments))
+    return consistent, float(np.max(np.abs(consistent_moments - moments)))
 
 
 def spatial_inertia(mass, com, inertia_com):

@@ -2,26 +2,50 @@
 
 Read: ``<link>`` with its ``<inertial>`` (origin xyz/rpy, mass, inertia; links without one
 are massless) and ``<joint>`` of type revolute, continuous, prismatic or fixed with origin,
-axis (default (1, 0, 0), as URDF says) and limit lower/upper (-inf/+inf when absent).
+axis (default (1, 0, 0), as URDF says; ignored for fixed joints), limit lower/upper
+(-inf/+inf when absent) and mimic (joint, multiplier 1 and offset 0 by default).
 Ignored: visuals, collisions, meshes, materials, transmissions, gazebo, dynamics and any
 unknown tag. Never touches the network (no external entities, meshes are not opened).
+
+What Pinocchio's ``buildModelFromUrdf`` reads, this reads too, with the same degrees of
+freedom under the default options, except planar and floating joints (a ModelError naming
+the joint; the ``floating_base`` option gives a root six coordinates).
 """
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
 
+from .floating_base import add_floating_base
 from .graph import KinematicTree, ModelError
 from .inertia import inertia_matrix, rotate_inertia, rpy_matrix
 
 _UNSUPPORTED = ("floating", "planar")
+MIMIC_MODES = ("independent", "lock", "couple")
+"""What ``load_urdf`` makes of a joint with a <mimic> tag (see there)."""
 
 
-def load_urdf(source, *, lock=None):
+def load_urdf(source, *, lock=None, mimic="independent", floating_base=None, strict=False,
+              project_inertia=False):
     """Build a KinematicTree from a URDF file path (str or Path) or an XML string.
 
     lock : {joint name: position (rad or m)}; those joints become fixed at that position
-        (e.g. to remove gripper fingers). Mimic joints must be locked.
+        (e.g. to remove gripper fingers).
+    mimic : what a joint with <mimic joint=leader multiplier=m offset=o> becomes:
+        "independent" (default, as Pinocchio's default parse) an ordinary joint, the tag
+        ignored; "lock" fixed at m q_leader + o, q_leader the leader's ``lock`` position
+        or 0; "couple" a joint coupled to its leader, q = m q_leader + o
+        (``KinematicTree.couple_joint``; ``kinematic_trees.coupling`` maps the independent
+        joints to all), or fixed like "lock" when its leader is locked or fixed (at 0).
+        A joint in ``lock`` is locked at that position in every mode; tags on fixed
+        joints mean nothing and are skipped. "lock" and "couple" refuse a tag whose
+        leader is not a joint of the file; "independent" does not read the tags.
+    floating_base : None (the root link is the fixed base) or one of ``FLOATING_BASES``:
+        six virtual joints carry the root link (``add_floating_base``).
+    strict, project_inertia : the inertia policy of the tree (``KinematicTree``):
+        inconsistent inertias within the tolerance are kept and reported once per link by
+        an ``InertiaWarning``, refused with ``strict=True``, projected onto the nearest
+        consistent inertia with ``project_inertia=True``.
 
     >>> tree = load_urdf('''<robot name="pendulum">
     ...   <link name="base"/>
@@ -33,21 +57,25 @@ def load_urdf(source, *, lock=None):
     >>> tree.graph.nodes["rod"]["mass"], tree.graph.edges["base", "rod"]["axis"]
     (2.0, array([0., 1., 0.]))
     """
+    if mimic not in MIMIC_MODES:
+        raise ValueError(f"mimic: expected one of {', '.join(MIMIC_MODES)}, got {mimic!r}")
     robot = _parse(source)
     lock = dict(lock or {})
     joints = robot.findall("joint")
     unknown = sorted(set(lock) - {joint.get("name") for joint in joints})
     if unknown:
         raise ModelError(f"lock: no joint named {unknown} in the URDF")
-    tree = KinematicTree()
+    tree = KinematicTree(strict=strict, project_inertia=project_inertia)
     for link in robot.findall("link"):
         _add_link(tree, link)
     for joint in joints:
-        _add_joint(tree, joint, lock)
+        _add_joint(tree, joint)
+    if mimic != "independent":
+        lock = _couple_or_lock_mimics(tree, joints, mimic, lock)
     for name, position in lock.items():
         tree.lock_joint(name, position)
     tree.validate()
-    return tree
+    return add_floating_base(tree, floating_base)
 
 
 def _parse(source):
@@ -83,8 +111,8 @@ def _add_link(tree, link):
                   inertia=rotate_inertia(rpy_matrix(rpy), inertia_matrix(*components)))
 
 
-def _add_joint(tree, joint, lock):
-    """Add a <joint>; ModelError for missing attributes, unsupported types, unlocked mimics."""
+def _add_joint(tree, joint):
+    """Add a <joint>; ModelError for missing attributes and unsupported types."""
     name = joint.get("name")
     if not name:
         raise ModelError("URDF: a <joint> has no 'name' attribute")
@@ -94,10 +122,8 @@ def _add_joint(tree, joint, lock):
         raise ModelError(f"{where}: missing attribute 'type'")
     if joint_type in _UNSUPPORTED:
         raise ModelError(f"{where}: {joint_type} joints are not supported; model them as "
-                         "chains of revolute and prismatic joints")
-    if joint.find("mimic") is not None and name not in lock:
-        raise ModelError(f"{where}: mimic joints are not supported; "
-                         f"lock it with lock={{'{name}': value}}")
+                         "chains of revolute and prismatic joints (for a free root link, "
+                         "drop the joint and load with floating_base=...)")
     parent, child = (_required_link(joint, role, where) for role in ("parent", "child"))
     xyz, rpy = _origin(joint, where)
     axis = _numbers(joint.find("axis"), "xyz", 3, where, default=(1.0, 0.0, 0.0))
@@ -106,6 +132,43 @@ def _add_joint(tree, joint, lock):
     upper = _number(limit, "upper", where, default=np.inf)
     tree.add_joint(name, parent, child, joint_type, axis=axis, xyz=xyz, rpy=rpy,
                    lower=lower, upper=upper)
+
+
+def _couple_or_lock_mimics(tree, joints, mode, lock):
+    """Couple (mode "couple") the mimic joints of ``tree`` whose leader moves; return
+    ``lock`` extended by the others (all of them in mode "lock") at m q_leader + o, q_leader
+    the leader's lock position, 0 for a fixed leader or one that is not locked."""
+    held = {joint.get("name"): 0.0 for joint in joints if joint.get("type") == "fixed"}
+    held.update(lock)  # the joints that do not move, at their positions
+    lock = dict(lock)
+    for name, (leader, multiplier, offset) in _mimics(joints).items():
+        if name in held:
+            continue
+        if mode == "couple" and leader not in held:
+            tree.couple_joint(name, leader, multiplier, offset)
+        else:
+            lock[name] = multiplier * held.get(leader, 0.0) + offset
+    return lock
+
+
+def _mimics(joints):
+    """{joint name: (leader, multiplier, offset)} of the <joint>s with a <mimic> tag;
+    ModelError when the leader is missing or is not a joint of the file."""
+    names = {joint.get("name") for joint in joints}
+    mimics = {}
+    for joint in joints:
+        tag = joint.find("mimic")
+        if tag is None:
+            continue
+        where = f"joint '{joint.get('name')}': <mimic>"
+        leader = tag.get("joint")
+        if not leader:
+            raise ModelError(f"{where} has no 'joint' attribute")
+        if leader not in names:
+            raise ModelError(f"{where} follows joint '{leader}', which is not in the URDF")
+        mimics[joint.get("name")] = (leader, _number(tag, "multiplier", where, default=1.0),
+                                     _number(tag, "offset", where, default=0.0))
+    return mimics
 
 
 def _required_link(joint, role, where):

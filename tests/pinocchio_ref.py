@@ -80,6 +80,75 @@ def pinocchio_from_urdf(path, joint_names, lock=None):
     return pin_model, perm
 
 
+def floating_from_urdf(path, axes, joint_names, composite=True):
+    """Pinocchio's parse of a URDF whose root link moves like our floating base.
+
+    The six coordinates of ``kinematic_trees.add_floating_base`` (axes of the rotations,
+    e.g. "zxy") are Pinocchio joints PX, PY, PZ, R<a1>, R<a2>, R<a3>: with ``composite``
+    one ``JointModelComposite`` (the URDF parsed under it as root joint); otherwise six
+    separate joints named ``joint_names[:6]``, with the URDF model appended to the last
+    (``appendModel``, which carries its root body). Pinocchio 4.1's
+    ``computeRNEADerivatives`` treats a joint's motion subspace as constant in the joint
+    frame, which the composite's is not (it turns with the rotations): its composite
+    derivatives differ from finite differences of its own ``rnea``; those of the separate
+    joints do not. joint_names : our joint order, the six virtual joints first, then the
+    URDF's joints, matched by name.
+
+    Returns (pin_model, perm) as ``pinocchio_from_urdf``, gravity (0, 0, -9.81).
+    """
+    joints = [getattr(pinocchio, f"JointModel{name}")()
+              for name in [f"P{a}" for a in "XYZ"] + [f"R{a}" for a in axes.upper()]]
+    urdf = str(path)
+    if composite:
+        root = pinocchio.JointModelComposite()
+        for joint in joints:
+            root.addJoint(joint)
+        pin_model = pinocchio.buildModelFromUrdf(urdf, root)
+        virtual = [pin_model.joints[1].idx_q + k for k in range(6)]
+    else:
+        chain, parent = pinocchio.Model(), 0
+        for name, joint in zip(joint_names[:6], joints):
+            parent = chain.addJoint(parent, joint, pinocchio.SE3.Identity(), name)
+        frame = chain.addFrame(pinocchio.Frame("floating_base", parent, 0,
+                                               pinocchio.SE3.Identity(),
+                                               pinocchio.FrameType.OP_FRAME))
+        pin_model = pinocchio.appendModel(chain, pinocchio.buildModelFromUrdf(urdf), frame,
+                                          pinocchio.SE3.Identity())
+        virtual = [pin_model.joints[pin_model.getJointId(name)].idx_q
+                   for name in joint_names[:6]]
+    pin_model.gravity = pinocchio.Motion(GRAVITY, np.zeros(3))
+    perm = np.array(virtual + [pin_model.joints[pin_model.getJointId(name)].idx_q
+                               for name in joint_names[6:]], dtype=np.int64)
+    if pin_model.nq != pin_model.nv or sorted(perm) != list(range(pin_model.nv)):
+        raise ValueError(f"joint_names: expected the six floating coordinates and the "
+                         f"{pin_model.nv - 6} one-DoF joints of {path}, got {list(joint_names)}")
+    return pin_model, perm
+
+
+def configuration_by_name(pin_model, joint_names, q):
+    """(q_pin, idx_v): the Pinocchio configuration (nq,) with the one-DoF joints named
+    ``joint_names`` at ``q`` (unbounded, i.e. continuous, joints as (cos q, sin q), the others
+    neutral), and the velocity index of each named joint."""
+    q_pin = pinocchio.neutral(pin_model)
+    idx_v = []
+    for name, q_i in zip(joint_names, q):
+        joint = pin_model.joints[pin_model.getJointId(name)]
+        q_pin[joint.idx_q:joint.idx_q + joint.nq] = (
+            (np.cos(q_i), np.sin(q_i)) if joint.nq == 2 else q_i)
+        idx_v.append(joint.idx_v)
+    return q_pin, idx_v
+
+
+def rnea_by_name(pin_model, joint_names, q, v, a):
+    """Joint torques (nv,) in the order of ``joint_names`` from ``pinocchio.rnea`` on a model
+    parsed from a URDF, joints matched by name (``configuration_by_name``); the unnamed
+    joints (mimic joints of a ``mimic=True`` parse) at rest."""
+    q_pin, idx_v = configuration_by_name(pin_model, joint_names, q)
+    v_pin, a_pin = np.zeros(pin_model.nv), np.zeros(pin_model.nv)
+    v_pin[idx_v], a_pin[idx_v] = v, a
+    return pinocchio.rnea(pin_model, pin_model.createData(), q_pin, v_pin, a_pin)[idx_v]
+
+
 # --- helpers: our order in, our order out, angular-first ---
 
 def _pin_vector(x, perm):

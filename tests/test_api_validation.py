@@ -223,6 +223,20 @@ def test_non_models_are_rejected(model, name, bad_model):
         ALL_FUNCTIONS[name](bad_model, good_input(name, model), K_ORDER)
 
 
+@pytest.mark.parametrize("name", list(ALL_FUNCTIONS) + ["fd_jacobian"])
+def test_models_without_movable_joints_are_rejected(name):
+    """A model whose joints are all fixed compiles (nv = 0, for its mass properties) but
+    has no motion to compute."""
+    tree = kt.serial_chain(1)
+    tree.lock_joint("joint1", 0.0)
+    rigid = kt.compile_tree(tree)
+    call = ALL_FUNCTIONS.get(name, lambda m, q, order=0: cmtm.reference.fd_jacobian(
+        m, q, "joint_torque", order=order))
+    with raises_expected_got(r"model: expected at least one movable joint, got nv = 0"):
+        call(rigid, np.zeros((4, 0)) if name in POSITION_FUNCTIONS else np.zeros((5, 0)),
+             K_ORDER)
+
+
 @pytest.mark.parametrize("quantities", ["torque", ["joint_torque", "speed"]])
 def test_unknown_quantity_names_are_rejected(model, quantities):
     q = random_stack(model, 4, n_samples=2)

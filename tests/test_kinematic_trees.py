@@ -61,9 +61,11 @@ def mass_moments(bodies):
     ({"com": (0.0, 1.0)}, "link 'arm2': com: expected shape (3,)"),
     ({"inertia": [[1.0, 0.03, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]},
      "link 'arm2': inertia is not symmetric (max asymmetry 0.03)"),
-    ({"inertia": np.diag([1.0, 1.0, -0.1])}, "link 'arm2': inertia is not positive semi-definite"),
-    ({"inertia": np.diag([0.1, 0.1, 0.3])},
-     "link 'arm2': inertia violates the triangle inequality"),
+    ({"inertia": np.diag([1.0, 1.0, -0.6])},
+     "link 'arm2': inertia is not physically consistent (principal moments [-0.6, 1, 1] "
+     "kg m^2); the nearest consistent inertia changes a moment by 0.6 kg m^2, more than "
+     "the tolerance 0.5 x the largest moment"),
+    ({"inertia": -np.eye(3)}, "link 'arm2': inertia is not physically consistent"),
     ({"inertia": np.full((3, 3), np.inf)}, "link 'arm2': inertia: expected finite"),
 ])
 def test_add_link_rejects_bad_attributes(kwargs, message):
@@ -195,11 +197,19 @@ def test_lock_joint_rejects_positions_outside_limits_and_fixed_joints():
         tree.lock_joint("wrist", 0.0)
 
 
-def test_compile_rejects_model_without_movable_joint():
+def test_model_without_movable_joint_compiles_to_nv0_with_its_mass_properties():
+    """base 2 kg at the origin, arm (ROD, 1 kg, COM (0.5, 0, 0)) locked: lumped m = 3 kg,
+    c = (1/6, 0, 0), I_c = ROD + parallel-axis terms 2 (1/6)^2 + 1 (1/3)^2 = 1/6 about y, z."""
     tree = arm_tree()
+    tree.graph.nodes["base"]["mass"] = 2.0
     tree.lock_joint("shoulder", 0.0)
-    with pytest.raises(kt.ModelError, match="no movable joint"):
-        kt.compile_tree(tree)
+    model = kt.compile_tree(tree)
+    assert model.nv == 0 and model.joint_names == () and model.frames[0][:2] == ("arm", -1)
+    assert model.axis.shape == (0, 3) and model.spatial_inertia.shape == (0, 6, 6)
+    assert model.base_mass == 3.0
+    np.testing.assert_allclose(model.base_com, [1 / 6, 0.0, 0.0], atol=1e-15)
+    np.testing.assert_allclose(model.base_inertia_com, ROD + np.diag([0.0, 1 / 6, 1 / 6]),
+                               atol=1e-15)
 
 
 @pytest.mark.parametrize("gravity", [(0.0, 9.81), (0.0, 0.0, float("nan")), "down"])
@@ -254,10 +264,11 @@ def test_compiled_arrays_are_frozen_contiguous_and_typed(seed):
     shapes = {"parent": (n,), "subtree_end": (n,), "joint_type": (n,), "axis": (n, 3),
               "placement_R": (n, 3, 3), "placement_p": (n, 3), "mass": (n,), "com": (n, 3),
               "inertia_com": (n, 3, 3), "spatial_inertia": (n, 6, 6), "gravity": (3,),
-              "q_lower": (n,), "q_upper": (n,)}
+              "q_lower": (n,), "q_upper": (n,), "mimic_leader": (n,), "mimic_multiplier": (n,),
+              "mimic_offset": (n,), "base_mass": (), "base_com": (3,), "base_inertia_com": (3, 3)}
     for field, shape in shapes.items():
         array = getattr(model, field)
-        is_index = field in ("parent", "subtree_end", "joint_type")
+        is_index = field in ("parent", "subtree_end", "joint_type", "mimic_leader")
         assert array.shape == shape and array.dtype == (np.int64 if is_index else np.float64)
         assert array.flags.c_contiguous and not array.flags.writeable, field
     assert set(model.joint_type.tolist()) == {kt.JOINT_REVOLUTE, kt.JOINT_PRISMATIC}

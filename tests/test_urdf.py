@@ -75,6 +75,19 @@ def test_human_urdf_loads_with_36_revolute_joints():
     assert np.all(np.isfinite(model.q_lower)) and np.all(model.q_lower < model.q_upper)
 
 
+def test_human_builder_is_the_human_urdf():
+    assert_models_equal(kt.compile_tree(kt.human()),
+                        kt.compile_tree(kt.load_urdf(urdf_path("human"))), atol=0.0)
+
+
+def test_human_without_example_robot_data_says_how_to_install(monkeypatch, tmp_path):
+    monkeypatch.setattr(kt.example_robots, "_candidate_robot_dirs",
+                        lambda: iter([tmp_path / "nowhere"]))
+    with pytest.raises(FileNotFoundError, match="example-robot-data is not installed .*"
+                                                "pip install example-robot-data"):
+        kt.human()
+
+
 @pytest.mark.parametrize("name, lock", [("panda", FINGERS_CLOSED), ("human", {})])
 def test_compiled_urdf_matches_pinocchio_urdf_parser(name, lock):
     """Mass matrix and gravity torques at random q against Pinocchio's own URDF parser
@@ -211,17 +224,25 @@ _ARM = '<link name="arm"/>'
     (robot(_BASE, _ARM, '<joint name="j" type="revolute"><parent link="base"/>'
            '<child link="arm"/><axis xyz="0 0 0"/></joint>'),
      "joint 'j': axis is zero"),
+    (robot(_BASE, _ARM, '<link name="tool"/>', '<joint name="j" type="revolute">'
+           '<parent link="base"/><child link="arm"/></joint>'),
+     "a tree has exactly one root link, found 2: ['base', 'tool'] have no parent joint"),
+    (robot(_ARM, '<link name="tool"/>',
+           '<joint name="j1" type="revolute"><parent link="arm"/><child link="tool"/></joint>',
+           '<joint name="j2" type="revolute"><parent link="tool"/><child link="arm"/></joint>'),
+     "joint 'j2': link 'arm' is an ancestor of 'tool'; this joint would close a cycle"),
 ])
 def test_malformed_urdf_raises_model_error(source, message):
     with pytest.raises(kt.ModelError, match=re.escape(message)):
         kt.load_urdf(source)
 
 
-def test_unlocked_mimic_joint_is_rejected_with_the_fix():
-    message = ("joint 'panda_finger_joint2': mimic joints are not supported; "
-               "lock it with lock={'panda_finger_joint2': value}")
-    with pytest.raises(kt.ModelError, match=re.escape(message)):
-        kt.load_urdf(urdf_path("panda"))
+def test_axes_of_fixed_joints_are_ignored():
+    """Real files give fixed joints zero axes (Talos, Go2, Tiago Pro, the SO-101 ...)."""
+    tree = kt.load_urdf(robot(_BASE, _ARM, '<joint name="j" type="fixed"><parent link="base"/>'
+                                           '<child link="arm"/><axis xyz="0 0 0"/></joint>'))
+    assert tree.graph.edges["base", "arm"]["type"] == "fixed"
+    assert kt.compile_tree(tree).nv == 0
 
 
 def test_unknown_lock_name_is_rejected():
