@@ -85,7 +85,7 @@ def band_matvec(ab, x):
     """A x for A in upper band storage, x (n,) or (n, r)."""
     u, n = ab.shape[0] - 1, ab.shape[1]
     y = ab[u][:, None] * x if x.ndim == 2 else ab[u] * x
-    for d in range(1, u + 1):
+    for d in range(1, min(u, n - 1) + 1):
         a = ab[u - d, d:]
         if x.ndim == 2:
             a = a[:, None]

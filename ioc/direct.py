@@ -49,7 +49,7 @@ class SolverOptions:
     step_tolerance: float = 1e-12
     tolerance: float = 1e-13
     acceptable: float = 1e-9
-    newton_switch: float = 1e-5
+    newton_switch: float = 1e-3
     slow_iterations: int = 5
     start_mode: str = "gauss_newton"
     active_tolerance: float = 1e-10

@@ -68,6 +68,15 @@ def test_band_layout_bandwidth_is_local_support():
     assert layout.u == 6 * 3 - 1 and layout.size == 150
 
 
+def test_band_matvec_with_fewer_unknowns_than_the_bandwidth():
+    rng = np.random.default_rng(6)
+    u, n = 7, 4
+    ab = rng.normal(size=(u + 1, n))
+    dense = band_to_dense(ab)
+    x = rng.normal(size=n)
+    assert np.allclose(band_matvec(ab, x), dense @ x, rtol=1e-14, atol=1e-14)
+
+
 @pytest.mark.parametrize("n", [1, 5])
 def test_band_to_dense_of_diagonal(n):
     ab = np.zeros((3, n))
