@@ -1,11 +1,13 @@
 """cmtm: higher-order time derivatives of multibody kinematics and dynamics, with exact
 structured Jacobians, built on comprehensive motion transformation matrices (CMTM)."""
 from cmtm import reference
-from cmtm.api import (Motion, flatten_jacobian, inverse_dynamics, jacobian, jacobian_chunks,
-                      jacobian_input_orders, jacobians, link_poses, link_transform_derivatives,
-                      mass_matrix, motion)
+from cmtm.api import (MAX_ORDER, Motion, flatten_jacobian, inverse_dynamics, jacobian,
+                      jacobian_chunks, jacobian_input_orders, jacobians, jacobians_nbytes,
+                      link_poses, link_transform_derivatives, mass_matrix, memory_budget,
+                      motion)
 from cmtm.structured_jacobians import QUANTITIES
 
-__all__ = ["Motion", "QUANTITIES", "flatten_jacobian", "inverse_dynamics", "jacobian",
-           "jacobian_chunks", "jacobian_input_orders", "jacobians", "link_poses",
-           "link_transform_derivatives", "mass_matrix", "motion", "reference"]
+__all__ = ["MAX_ORDER", "Motion", "QUANTITIES", "flatten_jacobian", "inverse_dynamics",
+           "jacobian", "jacobian_chunks", "jacobian_input_orders", "jacobians",
+           "jacobians_nbytes", "link_poses", "link_transform_derivatives", "mass_matrix",
+           "memory_budget", "motion", "reference"]

@@ -1,7 +1,18 @@
 """Public entry points of the engine: validate, convert raw <-> Taylor, call the kernels.
 
 Derivative stacks at this boundary are raw derivatives: ``q_stack[..., r, :] = q^(r)``.
+
+A single instant ``(K, nv)`` is accepted where ``(n_samples, K, nv)`` is (the sample axis is
+then dropped from the results) when K is at most EXTRA_INSTANT_ORDERS (2) more than the
+call needs: a longer 2-D array is refused, since it is most likely ``(n_samples, nv)``
+positions.
+
+Every function checks its inputs before a kernel sees them (DESIGN.md "Errors"): the model's
+arrays (once per model object), shapes, dtypes, finiteness, the order (at most
+:data:`MAX_ORDER`) and the size of the results (at most :func:`memory_budget` bytes), and
+raises ValueError saying what was expected and what came.
 """
+import os
 from dataclasses import dataclass
 from numbers import Integral
 from typing import Optional
@@ -10,11 +21,43 @@ import numpy as np
 
 from cmtm.comprehensive import link_cmtm_kernel, link_poses_kernel, motion_kernel
 from cmtm.rnea import crba_kernel, rnea_kernel
+from cmtm.spatial import JOINT_PRISMATIC, JOINT_REVOLUTE
 from cmtm.structured_jacobians import INPUT_OFFSET, QUANTITIES, jacobian_kernel
 from cmtm.taylor import factorials, raw_from_taylor, taylor_from_raw
+from kinematic_trees import CompiledTree
 
-_MODEL_FIELDS = ("parent", "subtree_end", "joint_type", "axis", "placement_R", "placement_p",
-                 "mass", "com", "spatial_inertia", "gravity")
+MAX_ORDER = 20
+"""Largest derivative order k of every function. An order-k result reads input orders up
+to q^(k+2), and 22! is the last factorial that float64 holds exactly, so the raw <-> Taylor
+scaling a^(l) = l! a_hat_l is exact up to there; the torques of unit derivative stacks
+already reach 1e16 at order 20 (a realistic motion, whose derivatives grow with their
+order, overflows float64 not far beyond)."""
+
+EXTRA_INSTANT_ORDERS = 2
+"""A single instant ``(K, nv)`` may carry up to this many derivative orders more than the
+call needs, so that one stack of order k serves every function of order k (tangents need
+k+1 orders, torques k+3). More rows are refused: ``(n_samples, nv)`` positions would be
+misread as one instant with n_samples derivative orders."""
+
+MEMORY_BUDGET_VARIABLE = "CMTM_MEMORY_BUDGET"
+DEFAULT_MEMORY_BUDGET = 4 * 2**30
+"""Bytes the results of one call may take unless ``$CMTM_MEMORY_BUDGET`` says otherwise
+(and at most half the physical memory): see :func:`memory_budget`."""
+
+MODEL_TOLERANCE = 1e-9
+"""Max deviation of a model's joint axes from unit length and of its placement rotations
+from orthonormality (max |R^T R - E|)."""
+
+_MODEL_ARRAYS = (("parent", np.int64, ()), ("subtree_end", np.int64, ()),
+                 ("joint_type", np.int64, ()), ("axis", np.float64, (3,)),
+                 ("placement_R", np.float64, (3, 3)), ("placement_p", np.float64, (3,)),
+                 ("mass", np.float64, ()), ("com", np.float64, (3,)),
+                 ("spatial_inertia", np.float64, (6, 6)), ("gravity", np.float64, None))
+"""The CompiledTree arrays the kernels read: (field, dtype, row shape; None: shape (3,))."""
+_MODEL_FIELDS = tuple(name for name, _, _ in _MODEL_ARRAYS)
+_CHECKED_MODELS = {}
+"""id -> model of the last models that passed check_model with read-only arrays."""
+_CHECKED_MODELS_KEPT = 32
 
 
 @dataclass(frozen=True)
@@ -46,28 +89,150 @@ class Motion:
 
 
 def check_model(model):
-    """Raise ValueError unless ``model`` looks like a compiled tree (kinematic_trees.compile_tree)."""
-    missing = [f for f in _MODEL_FIELDS if not hasattr(model, f)]
-    if missing:
+    """``model`` checked for the kernels, else ValueError: a CompiledTree
+    (kinematic_trees.compile_tree) whose arrays the kernels read have their dtypes, shapes
+    and C layout, finite values, links numbered in depth-first pre-order with matching
+    subtree ends, known joint types, unit axes and rotation placements.
+
+    The kernels trust these arrays, so a model edited by hand (``model._replace``) must pass
+    too. A model whose arrays are read-only (as compile_tree makes them) is checked once per
+    object; one with writeable arrays (edited, or unpickled) at every call, and it is
+    returned with read-only views of them, so that the kernels always see the same array
+    types (Numba compiles every new combination of types).
+    """
+    if model is not None and _CHECKED_MODELS.get(id(model)) is model:
+        return model
+    if not isinstance(model, CompiledTree):
         raise ValueError(f"model: expected a CompiledTree (kinematic_trees.compile_tree), "
-                         f"got {type(model).__name__} without {', '.join(missing)}")
-    if len(model.parent) == 0:
+                         f"got {type(model).__name__}")
+    n = _check_model_arrays(model)
+    if n == 0:
         raise ValueError("model: expected at least one movable joint, got nv = 0 (every "
                          "joint is fixed); its mass properties are model.base_mass, "
                          "base_com and base_inertia_com")
+    _check_numbering(model.parent, model.subtree_end)
+    _check_model_values(model)
+    writeable = [name for name in _MODEL_FIELDS if getattr(model, name).flags.writeable]
+    if writeable:
+        return model._replace(**{name: _read_only(getattr(model, name)) for name in writeable})
+    if len(_CHECKED_MODELS) >= _CHECKED_MODELS_KEPT:
+        _CHECKED_MODELS.clear()
+    _CHECKED_MODELS[id(model)] = model
+    return model
+
+
+def _read_only(array):
+    """A read-only view of ``array``."""
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
+def _check_model_arrays(model):
+    """The number of links n, after checking every array of _MODEL_ARRAYS: an ndarray of
+    its dtype and shape (n, *row) ((3,) for gravity), C-contiguous; ValueError otherwise."""
+    if not (isinstance(model.parent, np.ndarray) and model.parent.ndim == 1):
+        raise ValueError(f"model.parent: expected a 1-D int64 array, got "
+                         f"{_array_text(model.parent)}")
+    n = len(model.parent)
+    for name, dtype, row in _MODEL_ARRAYS:
+        array = getattr(model, name)
+        shape = (3,) if row is None else (n, *row)
+        if not (isinstance(array, np.ndarray) and array.dtype == dtype
+                and array.shape == shape and array.flags.c_contiguous):
+            raise ValueError(f"model.{name}: expected a C-contiguous {np.dtype(dtype)} array "
+                             f"of shape {shape}, got {_array_text(array)}; the model has "
+                             f"nv={n}")
+    return n
+
+
+def _array_text(value):
+    """'a float64 array of shape (3, 3)' (or the type name of a non-array) for messages."""
+    if not isinstance(value, np.ndarray):
+        return type(value).__name__
+    layout = "" if value.flags.c_contiguous else "non-contiguous "
+    return f"a {layout}{value.dtype} array of shape {value.shape}"
+
+
+def _check_numbering(parent, subtree_end):
+    """ValueError unless parent[i] is in [-1, i) and every subtree is the contiguous range
+    range(i, subtree_end[i]) (compile_tree's depth-first pre-order)."""
+    n = len(parent)
+    bad = np.flatnonzero((parent < -1) | (parent >= np.arange(n)))
+    if bad.size:
+        i = bad[0]
+        raise ValueError(f"model.parent: expected parent[i] in [-1, i) (links numbered from "
+                         f"the base), got parent[{i}] = {parent[i]}")
+    ends = _preorder_subtree_ends(parent.tolist())
+    if ends is None:
+        raise ValueError(f"model.parent: expected links in depth-first pre-order (every "
+                         f"subtree a contiguous range, as compile_tree numbers them), got "
+                         f"parent = {parent.tolist()}")
+    bad = np.flatnonzero(subtree_end != ends)
+    if bad.size:
+        i = bad[0]
+        raise ValueError(f"model.subtree_end: expected subtree_end[{i}] = {ends[i]} (one "
+                         f"past the last descendant of link {i}), got {subtree_end[i]}")
+
+
+def _preorder_subtree_ends(parent):
+    """[i + size of i's subtree] for a list ``parent`` with parent[i] < i, or None when a
+    subtree is not a contiguous range of indices (not a depth-first pre-order)."""
+    size = [1] * len(parent)
+    last = list(range(len(parent)))
+    for i in reversed(range(len(parent))):
+        if parent[i] >= 0:
+            size[parent[i]] += size[i]
+            last[parent[i]] = max(last[parent[i]], last[i])
+    ends = [i + s for i, s in enumerate(size)]
+    return ends if all(end == l + 1 for end, l in zip(ends, last)) else None
+
+
+def _check_model_values(model):
+    """ValueError for non-finite numbers, unknown joint types, axes that are not unit
+    vectors and placements that are not rotations."""
+    for name, dtype, _ in _MODEL_ARRAYS:
+        if dtype == np.float64 and not np.all(np.isfinite(getattr(model, name))):
+            raise ValueError(f"model.{name}: expected finite values, got NaN or inf")
+    codes = (JOINT_REVOLUTE, JOINT_PRISMATIC)
+    bad = np.flatnonzero(~np.isin(model.joint_type, codes))
+    if bad.size:
+        raise ValueError(f"model.joint_type: expected codes {codes} (revolute, prismatic), "
+                         f"got joint_type[{bad[0]}] = {model.joint_type[bad[0]]}")
+    norm_error = np.abs(np.linalg.norm(model.axis, axis=1) - 1.0)
+    R = model.placement_R
+    rotation_error = np.abs(np.einsum("nki,nkj->nij", R, R) - np.eye(3)).max(axis=(1, 2))
+    for name, error, what in (("axis", norm_error, "unit vectors"),
+                              ("placement_R", rotation_error, "rotation matrices")):
+        if error.max() > MODEL_TOLERANCE:
+            i = int(np.argmax(error))
+            raise ValueError(f"model.{name}: expected {what}, got row {i} off by {error[i]:.3g}")
+    if np.any(np.linalg.det(R) < 0.0):
+        raise ValueError(f"model.placement_R: expected rotation matrices, got a reflection "
+                         f"in row {int(np.argmax(np.linalg.det(R) < 0.0))}")
 
 
 def check_order(order):
-    """Raise ValueError unless ``order`` is a non-negative integer."""
+    """Raise ValueError unless ``order`` is an integer in 0..MAX_ORDER."""
     if isinstance(order, bool) or not isinstance(order, Integral) or order < 0:
         raise ValueError(f"order: expected a non-negative integer, got {order!r}")
+    if order > MAX_ORDER:
+        raise ValueError(f"order: expected at most cmtm.MAX_ORDER = {MAX_ORDER}, got {order}")
     return int(order)
 
 
 def as_float_array(name, value):
     """``value`` as a C-contiguous float64 array of the same shape; integers are accepted,
-    other dtypes (bool, complex, object, strings) rejected; NaN and inf rejected."""
-    array = np.asarray(value)
+    other dtypes (bool, complex, object, strings), ragged lists and masked arrays rejected;
+    NaN and inf rejected."""
+    if isinstance(value, np.ma.MaskedArray):
+        raise ValueError(f"{name}: expected a plain array, got a masked array (its mask "
+                         f"would be ignored; fill or drop the masked entries first)")
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name}: expected a real float array, got {type(value).__name__} "
+                         f"({error})") from None
     if array.dtype.kind not in "iuf":
         raise ValueError(f"{name}: expected a real float array, got dtype {array.dtype}")
     array = np.asarray(array, dtype=np.float64, order="C")
@@ -85,7 +250,8 @@ def check_flag(name, value):
 
 def check_stack(model, q_stack, n_orders):
     """Validate a raw derivative stack; return it as (n_samples, n_orders, nv) and whether
-    the input was a single instant (K, nv). Extra derivative orders are ignored."""
+    the input was a single instant (K, nv). Extra derivative orders are ignored; a single
+    instant may have at most EXTRA_INSTANT_ORDERS of them."""
     nv = len(model.parent)
     q_stack = as_float_array("q_stack", q_stack)
     single = q_stack.ndim == 2
@@ -95,8 +261,87 @@ def check_stack(model, q_stack, n_orders):
     if q_stack.shape[-2] < n_orders:
         raise ValueError(f"q_stack: expected at least {n_orders} derivative orders "
                          f"(q, q', ..., q^({n_orders - 1})), got {q_stack.shape[-2]}")
+    most = n_orders + EXTRA_INSTANT_ORDERS
+    if single and q_stack.shape[0] > most:
+        raise ValueError(f"q_stack: expected one instant (K, {nv}) with {n_orders} <= K <= "
+                         f"{most} derivative orders, or samples (n_samples, K, {nv}), got "
+                         f"{q_stack.shape}; a trajectory of n positions needs the layout "
+                         f"(n, K, {nv}) with q_stack[:, r] = q^(r)")
     stack = q_stack.reshape((-1,) + q_stack.shape[-2:])[:, :n_orders]
     return np.ascontiguousarray(stack), single
+
+
+# --- memory -------------------------------------------------------------------------------
+
+def memory_budget():
+    """Bytes that the results of one call may take: ``$CMTM_MEMORY_BUDGET`` (a number of
+    bytes, e.g. 8e9) if set, else DEFAULT_MEMORY_BUDGET (4 GiB) or half the physical
+    memory, whichever is smaller. Larger results are refused before anything is allocated.
+    """
+    text = os.environ.get(MEMORY_BUDGET_VARIABLE)
+    if text is None:
+        return min(DEFAULT_MEMORY_BUDGET, _physical_memory() // 2)
+    try:
+        budget = float(text)
+    except ValueError:
+        budget = float("nan")
+    if not (np.isfinite(budget) and budget > 0):
+        raise ValueError(f"{MEMORY_BUDGET_VARIABLE}: expected a positive number of bytes, "
+                         f"got {text!r}")
+    return int(budget)
+
+
+def _physical_memory():
+    """Bytes of physical memory (os.sysconf), or twice the default budget where unknown."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return 2 * DEFAULT_MEMORY_BUDGET
+
+
+def reserve(what, count, unit_bytes, split, unit="samples"):
+    """Raise ValueError unless ``count`` items (samples) of ``unit_bytes`` each fit in the
+    memory budget; ``split`` formats the advice with ``chunk``, the count that fits."""
+    budget = memory_budget()
+    if count * unit_bytes <= budget:
+        return
+    chunk = budget // unit_bytes
+    advice = (split.format(chunk=chunk) if chunk else
+              f"one of them alone needs {_gib(unit_bytes)}: lower the order or the model size")
+    raise ValueError(f"{what}: expected results within the memory budget of {_gib(budget)} "
+                     f"(${MEMORY_BUDGET_VARIABLE}), got {count} {unit} needing "
+                     f"{_gib(count * unit_bytes)}; {advice}")
+
+
+def _gib(n_bytes):
+    return f"{n_bytes / 2**30:.3g} GiB"
+
+
+def jacobians_nbytes(model, quantities, order=0, n_samples=1):
+    """Bytes of the Jacobians :func:`jacobians` returns for ``n_samples`` samples, to size
+    the chunks of :func:`jacobian_chunks` (float64; see :func:`jacobians` for the shapes).
+
+    >>> import kinematic_trees as kt
+    >>> jacobians_nbytes(kt.compile_tree(kt.panda()), "joint_torque", order=4)  # per sample
+    27440
+    """
+    model = check_model(model)
+    return n_samples * _jacobian_sample_bytes(len(model.parent), check_order(order),
+                                              _quantity_indices(quantities))
+
+
+def _jacobian_sample_bytes(nv, k, indices):
+    """Bytes per sample of the Jacobians of the quantities ``indices`` at order k."""
+    return 8 * sum((k + 1) * _rows_of(q, nv) * (k + 1 + INPUT_OFFSET[q]) * nv
+                   for q in indices)
+
+
+def _rows_of(q, nv):
+    """m, the rows of quantity index q: nv for the joint torque, else 6 nv."""
+    return nv if QUANTITIES[q] == "joint_torque" else 6 * nv
+
+
+_SAMPLES_SPLIT = "call it on at most {chunk} samples at a time (q_stack[i:i + {chunk}])"
 
 
 def raw_result(name, taylor, axis=1):
@@ -121,13 +366,18 @@ def model_arrays(model):
     return (model.parent, model.joint_type, model.axis, model.placement_R, model.placement_p)
 
 
+
+
 def motion(model, q_stack, order=0, *, dynamics=True, world=True):
     """Comprehensive kinematics and dynamics of order k at every sample (§4-§5).
 
     q_stack : (n_samples, K, nv) or (K, nv) float64, raw derivatives q, q', ..., q^(K-1);
-        K >= order+3 with ``dynamics`` (torques of order k need q^(k+2)), else K >= order+2.
+        K >= order+3 with ``dynamics`` (torques of order k need q^(k+2)), else K >= order+2;
+        a single instant (K, nv) has at most EXTRA_INSTANT_ORDERS (2) rows more.
+    order : k in 0..MAX_ORDER (20).
     Returns a :class:`Motion` of raw derivative stacks of orders 0..order; with
     ``dynamics=False`` f_L, f_J and tau are None, with ``world=False`` w_h_L and w_h_J.
+    ValueError on invalid input, or when the results exceed :func:`memory_budget`.
 
     >>> import kinematic_trees as kt, numpy as np
     >>> model = kt.compile_tree(kt.two_link_planar(), gravity=(0, -9.81, 0))
@@ -135,20 +385,24 @@ def motion(model, q_stack, order=0, *, dynamics=True, world=True):
     >>> np.round(motion(model, q).tau[0], 4)
     array([12.7436,  0.    ])
     """
-    check_model(model)
+    model = check_model(model)
     k = check_order(order)
     dynamics = check_flag("dynamics", dynamics)
     world = check_flag("world", world)
     stack, single = check_stack(model, q_stack, k + 3 if dynamics else k + 2)
-    qhat = taylor_from_raw(stack)
     n_samples, nv = stack.shape[0], stack.shape[2]
+    link_fields = 3 + 2 * world + 2 * dynamics
+    # each field twice: the kernel's Taylor-scaled output and its raw copy
+    reserve("motion", n_samples, 16 * (k + 1) * nv * (6 * link_fields + dynamics),
+            _SAMPLES_SPLIT)
+    qhat = taylor_from_raw(stack)
     link_shape = (n_samples, k + 1, nv, 6)
     empty = np.empty((0, 0, 0, 6))
     kin = [np.empty(link_shape) for _ in range(3)]
     world_out = [np.empty(link_shape) if world else empty for _ in range(2)]
     dyn = [np.empty(link_shape) if dynamics else empty for _ in range(2)]
     tau = np.empty((n_samples, k + 1, nv)) if dynamics else np.empty((0, k + 1, 0))
-    motion_kernel(*model_arrays(model), model.spatial_inertia, np.asarray(model.gravity),
+    motion_kernel(*model_arrays(model), model.spatial_inertia, model.gravity,
                   qhat, True, world, dynamics, kin[0], kin[1], world_out[0], kin[2],
                   world_out[1], dyn[0], dyn[1], tau)
 
@@ -172,21 +426,21 @@ def inverse_dynamics(model, q_stack, order=0):
     Order 0 runs the classic recursive Newton-Euler kernel (``cmtm.rnea``), higher orders
     the comprehensive passes.
     """
-    check_model(model)
+    model = check_model(model)
     k = check_order(order)
     stack, single = check_stack(model, q_stack, k + 3)
     n_samples, nv = stack.shape[0], stack.shape[2]
     if k == 0:
         tau = np.empty((n_samples, nv))
         rnea_kernel(*model_arrays(model), model.spatial_inertia, model.mass, model.com,
-                    np.asarray(model.gravity),
+                    model.gravity,
                     np.ascontiguousarray(stack[:, 0]), np.ascontiguousarray(stack[:, 1]),
                     np.ascontiguousarray(stack[:, 2]), tau)
         tau = check_finite("tau", tau)[:, None, :]
     else:
         tau = np.empty((n_samples, k + 1, nv))
         none = np.empty((0, 0, 0, 6))
-        motion_kernel(*model_arrays(model), model.spatial_inertia, np.asarray(model.gravity),
+        motion_kernel(*model_arrays(model), model.spatial_inertia, model.gravity,
                       taylor_from_raw(stack), False, False, True,
                       none, none, none, none, none, none, none, tau)
         tau = raw_result("tau", tau)
@@ -206,15 +460,16 @@ def _joint_positions(model, q):
 def link_poses(model, q):
     """World (base-frame) homogeneous poses of the link frames: (n_samples, n_links, 4, 4)
     for q of shape (n_samples, nv), or (n_links, 4, 4) for q of shape (nv,)."""
-    check_model(model)
+    model = check_model(model)
     q2, single = _joint_positions(model, q)
     n_samples, nv = q2.shape
+    reserve("link_poses", n_samples, 8 * nv * (9 + 3 + 16), _SAMPLES_SPLIT)
     R = np.empty((n_samples, nv, 3, 3))
     p = np.empty((n_samples, nv, 3))
     link_poses_kernel(*model_arrays(model), q2, R, p)
     T = np.zeros((n_samples, nv, 4, 4))
     T[..., :3, :3] = R
-    T[..., :3, 3] = p
+    T[..., :3, 3] = check_finite("link_poses", p)
     T[..., 3, 3] = 1.0
     return T[0] if single else T
 
@@ -225,9 +480,11 @@ def link_transform_derivatives(model, q_stack, order=0):
     axis for a single instant. q_stack needs k+1 orders. Divided by l! these are the link
     CMTM blocks X_l of cmtm_math.md §2.1.
     """
-    check_model(model)
+    model = check_model(model)
     k = check_order(order)
     stack, single = check_stack(model, q_stack, k + 1)
+    reserve("link_transform_derivatives", stack.shape[0], 16 * (k + 1) * stack.shape[2] * 36,
+            _SAMPLES_SPLIT)
     X_L = np.empty((stack.shape[0], stack.shape[2], k + 1, 6, 6))
     link_cmtm_kernel(*model_arrays(model), taylor_from_raw(stack), X_L)
     A = raw_result("A_L", X_L.transpose(0, 2, 1, 3, 4))
@@ -236,10 +493,12 @@ def link_transform_derivatives(model, q_stack, order=0):
 
 def mass_matrix(model, q):
     """Joint-space mass matrix M(q): (n_samples, nv, nv) or (nv, nv) for a single q."""
-    check_model(model)
+    model = check_model(model)
     q2, single = _joint_positions(model, q)
+    reserve("mass_matrix", q2.shape[0], 8 * q2.shape[1] ** 2, _SAMPLES_SPLIT)
     M = np.empty((q2.shape[0], q2.shape[1], q2.shape[1]))
     crba_kernel(*model_arrays(model), model.spatial_inertia, model.mass, model.com, q2, M)
+    M = check_finite("mass_matrix", M)
     return M[0] if single else M
 
 
@@ -247,20 +506,34 @@ def _quantity_indices(quantities):
     """Indices of quantity names in QUANTITIES; ValueError naming the valid ones."""
     if isinstance(quantities, str):
         quantities = (quantities,)
-    indices = []
-    for name in quantities:
-        if name not in QUANTITIES:
-            raise ValueError(f"quantity: expected one of {', '.join(QUANTITIES)}, got {name!r}")
-        indices.append(QUANTITIES.index(name))
-    if not indices:
+    try:
+        names = list(quantities)
+    except TypeError:
+        raise ValueError(f"quantities: expected a name or a sequence of names of "
+                         f"{', '.join(QUANTITIES)}, got {quantities!r}") from None
+    if not names:
         raise ValueError("quantities: expected at least one quantity name, got none")
-    return indices
+    for name in names:
+        if not isinstance(name, str) or name not in QUANTITIES:
+            raise ValueError(f"quantity: expected one of {', '.join(QUANTITIES)}, got {name!r}")
+    return [QUANTITIES.index(name) for name in names]
 
 
 def jacobian_input_orders(quantity, order):
     """K_in: the number of raw input orders q, ..., q^(K_in-1) that ``quantity`` of order k
     depends on (§7.1): k+1 for tangents, k+2 velocities and momenta, k+3 forces and torques."""
     return check_order(order) + 1 + INPUT_OFFSET[_quantity_indices(quantity)[0]]
+
+
+def _jacobian_inputs(model, q_stack, quantities, order):
+    """Validated (model, k, quantity indices, stack (n_samples, K, nv), single) of a
+    Jacobian call."""
+    model = check_model(model)
+    k = check_order(order)
+    indices = _quantity_indices(quantities)
+    depth = max(INPUT_OFFSET[q] for q in indices)
+    stack, single = check_stack(model, q_stack, k + 1 + depth)
+    return model, k, indices, stack, single
 
 
 def jacobians(model, q_stack, quantities, order=0):
@@ -270,65 +543,86 @@ def jacobians(model, q_stack, quantities, order=0):
     shape ``(n_samples, k+1, m, K_in, nv)``: m = 6 n_links for per-link and per-joint
     6-vectors (link-major, angular-first), m = nv for the joint torque; K_in as in
     :func:`jacobian_input_orders`. The sample axis is dropped for a single instant.
+    Results beyond :func:`memory_budget` (:func:`jacobians_nbytes`) are refused with a
+    ValueError: :func:`jacobian_chunks` computes them a chunk of samples at a time.
     """
-    check_model(model)
-    k = check_order(order)
-    indices = _quantity_indices(quantities)
-    depth = max(INPUT_OFFSET[q] for q in indices)
-    stack, single = check_stack(model, q_stack, k + 1 + depth)
+    model, k, indices, stack, single = _jacobian_inputs(model, q_stack, quantities, order)
+    reserve("jacobians", stack.shape[0], _jacobian_sample_bytes(stack.shape[2], k, indices),
+            "compute them in chunks of samples with cmtm.jacobian_chunks(model, q_stack, "
+            "quantities, order, chunk={chunk})")
+    result = _structured_jacobians(model, stack, k, indices)
+    return {name: J[0] if single else J for name, J in result.items()}
+
+
+def _structured_jacobians(model, stack, k, indices):
+    """{name: (n_samples, k+1, m, K_in, nv)} of a validated stack (the kernel call)."""
     n_samples, nv = stack.shape[0], stack.shape[2]
     wanted = np.zeros(len(QUANTITIES), dtype=np.bool_)
     wanted[indices] = True
     empty = np.zeros((0, 0, 0, 0, 0))
     outputs = tuple(
-        np.zeros((n_samples, k + 1, nv if QUANTITIES[q] == "joint_torque" else 6 * nv,
-                  k + 1 + INPUT_OFFSET[q], nv)) if wanted[q] else empty
-        for q in range(len(QUANTITIES)))
+        np.zeros((n_samples, k + 1, _rows_of(q, nv), k + 1 + INPUT_OFFSET[q], nv))
+        if wanted[q] else empty for q in range(len(QUANTITIES)))
     jacobian_kernel(model.parent, model.subtree_end, model.joint_type, model.axis,
                     model.placement_R, model.placement_p, model.spatial_inertia,
-                    np.asarray(model.gravity), taylor_from_raw(stack), k, wanted, outputs)
-    result = {}
-    for q in indices:
-        J = check_finite(QUANTITIES[q], outputs[q])
-        result[QUANTITIES[q]] = J[0] if single else J
-    return result
+                    model.gravity, taylor_from_raw(stack), k, wanted, outputs)
+    return {QUANTITIES[q]: check_finite(QUANTITIES[q], outputs[q]) for q in indices}
 
 
 def jacobian(model, q_stack, quantity, order=0):
     """Structured Jacobian of one quantity of ``cmtm.QUANTITIES`` (paper Table 4, Lemmas 1-6);
     see :func:`jacobians` for the layout."""
+    if not isinstance(quantity, str):
+        raise ValueError(f"quantity: expected one of {', '.join(QUANTITIES)}, got {quantity!r}")
     return jacobians(model, q_stack, (quantity,), order)[quantity]
 
 
 def jacobian_chunks(model, q_stack, quantities, order=0, chunk=32):
     """Structured Jacobians computed ``chunk`` samples at a time, for trajectories whose
     dense Jacobians do not fit in memory at once (e.g. 128 DoF, order 4: 4.6 MB of torque
-    Jacobian per sample). Yields ``(start, stop, jacobians)`` with ``jacobians`` the dict
-    :func:`jacobians` returns for samples ``start:stop``.
+    Jacobian per sample). Returns an iterator of ``(start, stop, jacobians)`` with
+    ``jacobians`` the dict :func:`jacobians` returns for samples ``start:stop``.
+
+    q_stack : (n_samples, K, nv). Every argument is checked here, before the first chunk,
+    and so is the size of one chunk's results against :func:`memory_budget`.
     """
     if isinstance(chunk, bool) or not isinstance(chunk, Integral) or chunk < 1:
         raise ValueError(f"chunk: expected a positive integer, got {chunk!r}")
     q_stack = as_float_array("q_stack", q_stack)
     if q_stack.ndim != 3:
         raise ValueError(f"q_stack: expected shape (n_samples, K, nv), got {q_stack.shape}")
-    for start in range(0, q_stack.shape[0], chunk):
-        stop = min(start + chunk, q_stack.shape[0])
-        yield start, stop, jacobians(model, q_stack[start:stop], quantities, order)
+    model, k, indices, stack, _ = _jacobian_inputs(model, q_stack, quantities, order)
+    reserve("jacobian_chunks", min(int(chunk), stack.shape[0]),
+            _jacobian_sample_bytes(stack.shape[2], k, indices), "choose chunk <= {chunk}")
+    return _chunks(model, stack, k, indices, int(chunk))
+
+
+def _chunks(model, stack, k, indices, chunk):
+    """The generator of :func:`jacobian_chunks` over a validated stack."""
+    for start in range(0, stack.shape[0], chunk):
+        stop = min(start + chunk, stack.shape[0])
+        yield start, stop, _structured_jacobians(model, stack[start:stop], k, indices)
 
 
 def flatten_jacobian(J, taylor=False):
     """The paper's block matrix d y_(k) / d q_(K_in - 1) from a Jacobian of :func:`jacobian`.
 
-    J: (..., k+1, m, K_in, nv) raw blocks d y^(l) / d q^(r). Returns (..., (k+1) m, K_in nv)
-    with rows and columns order-major (cmtm_math.md §1.4): block (l, r) = J[..., l, :, r, :].
-    With ``taylor=True`` the blocks are Taylor-scaled, d y_hat_l / d q_hat_r =
+    J: (..., k+1, m, K_in, nv) raw blocks d y^(l) / d q^(r), real and finite (masked and
+    complex arrays are refused); k <= MAX_ORDER. Returns (..., (k+1) m, K_in nv) with rows
+    and columns order-major (cmtm_math.md §1.4): block (l, r) = J[..., l, :, r, :].
+    With ``taylor=True`` (a bool) the blocks are Taylor-scaled, d y_hat_l / d q_hat_r =
     r!/l! d y^(l) / d q^(r) (§7.6), where every comprehensive Jacobian is a sum of
     block-Toeplitz matrices times shifts (§8).
     """
-    J = np.asarray(J, dtype=np.float64)
+    taylor = check_flag("taylor", taylor)
+    J = as_float_array("J", J)
     if J.ndim < 4:
         raise ValueError(f"J: expected shape (..., k+1, m, K_in, nv), got {J.shape}")
     k1, m, K_in, nv = J.shape[-4:]
+    if k1 > MAX_ORDER + 1 or K_in > MAX_ORDER + 3:
+        raise ValueError(f"J: expected at most {MAX_ORDER + 1} output orders k+1 and "
+                         f"{MAX_ORDER + 3} input orders K_in (cmtm.MAX_ORDER = {MAX_ORDER}), "
+                         f"got {k1} and {K_in}")
     if taylor:
         fact = factorials(max(k1, K_in))
         J = J * (fact[None, :K_in, None] / fact[:k1, None, None, None])

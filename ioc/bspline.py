@@ -162,7 +162,7 @@ def _dd_rows(a, rows):
 
 # --- validation ---------------------------------------------------------------------------
 
-def _check_int(name, value, lowest):
+def check_int(name, value, lowest):
     """``value`` as an int if it is an integer >= lowest, else ValueError."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral) or value < lowest:
         raise ValueError(f"{name}: expected an integer >= {lowest}, got {value!r}")
@@ -171,8 +171,8 @@ def _check_int(name, value, lowest):
 
 def _check_space(degree, n_control, duration):
     """(p, n_c, T) validated: p >= 1, n_c >= p + 1, T finite and > 0."""
-    p = _check_int("degree", degree, 1)
-    n_c = _check_int("n_control", n_control, p + 1)
+    p = check_int("degree", degree, 1)
+    n_c = check_int("n_control", n_control, p + 1)
     if isinstance(duration, (bool, np.bool_)) or not isinstance(duration, Real) \
             or not np.isfinite(duration) or duration <= 0:
         raise ValueError(f"duration: expected a finite number > 0, got {duration!r}")

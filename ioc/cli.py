@@ -6,13 +6,18 @@
              [--estimator kkt|data] [--jobs N] [--backend loky|dask] [--out DIR] [--json]
 
 Models: a built-in name (``two_link_planar``, ``chainN`` such as ``chain3``, ``panda``) or
-a URDF path (``--lock joint=value`` fixes joints such as gripper fingers). Every command
-exits 2 with a one-line error on bad input (argparse's own errors included); ``--json``
-prints one JSON object.
+a URDF path (``--lock joint=value`` fixes joints such as gripper fingers). ``--json``
+prints one JSON object (strict JSON: never NaN or inf). Every file is written atomically
+(ioc.results.write_atomically).
+
+Errors: every command exits 2 with one line ``cmtm COMMAND: error: MESSAGE`` on stderr for
+bad input (argparse's own errors included); an unexpected exception, which is a bug, also
+exits 2, with one line ``cmtm COMMAND: internal error: TYPE: MESSAGE`` and a hint.
+``--debug`` (before or after the command name) lets every exception through with its
+traceback instead.
 """
 import argparse
 import dataclasses
-import json
 import re
 import sys
 from importlib.util import find_spec
@@ -48,6 +53,7 @@ def parse_lock(text):
 
 def jacobian_discrepancies(model, order, n_samples, seed):
     """Per quantity: max |J|, max |J - J_fd| and their ratio, structured vs central FD."""
+    check_samples_fit(model, order, n_samples)
     rng = np.random.default_rng(seed)
     q_stack = rng.uniform(-1.0, 1.0, size=(n_samples, order + 3, model.nv))
     structured = cmtm.jacobians(model, q_stack, cmtm.QUANTITIES, order=order)
@@ -62,15 +68,23 @@ def jacobian_discrepancies(model, order, n_samples, seed):
     return rows
 
 
+def check_samples_fit(model, order, n_samples):
+    """ValueError unless the structured and the finite-difference Jacobians of every
+    quantity for ``n_samples`` samples fit in the engine's memory budget together."""
+    cmtm.api.reserve("--samples", n_samples,
+                     2 * cmtm.jacobians_nbytes(model, cmtm.QUANTITIES, order),
+                     "lower --samples to at most {chunk}")
+
+
 def check_jacobians(args):
     """Structured Jacobians vs central finite differences (the paper's Table 6 layout)."""
     model = resolve_model(args.model, args.lock)
     rows = jacobian_discrepancies(model, args.order, args.samples, args.seed)
     failed = [r["quantity"] for r in rows if not r["rel_diff"] <= args.tolerance]
     if args.json:
-        print(json.dumps({"model": args.model, "nv": model.nv, "order": args.order,
-                          "samples": args.samples, "tolerance": args.tolerance,
-                          "rows": rows, "passed": not failed}))
+        print(to_json({"model": args.model, "nv": model.nv, "order": args.order,
+                       "samples": args.samples, "tolerance": args.tolerance,
+                       "rows": rows, "passed": not failed}))
     else:
         print(f"model {args.model} (nv={model.nv}), order {args.order}, {args.samples} "
               f"sample(s): structured vs central FD, tolerance {args.tolerance:g} relative")
@@ -263,15 +277,17 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def integer_at_least(minimum):
-    """argparse type: an integer >= ``minimum``."""
+def integer_at_least(minimum, maximum=None):
+    """argparse type: an integer >= ``minimum`` (and <= ``maximum`` unless None)."""
+    wanted = f">= {minimum}" if maximum is None else f"in {minimum}..{maximum}"
+
     def parse(text):
         try:
             value = int(text)
         except ValueError:
             value = minimum - 1
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}")
+        if value < minimum or (maximum is not None and value > maximum):
+            raise argparse.ArgumentTypeError(f"expected an integer {wanted}, got {text!r}")
         return value
     return parse
 
@@ -441,37 +457,66 @@ def add_ioc(commands):
 
 def add_check_jacobians(commands):
     """The ``check-jacobians`` subcommand."""
-    command = commands.add_parser("check-jacobians", help=check_jacobians.__doc__)
+    command = commands.add_parser(
+        "check-jacobians", help=check_jacobians.__doc__, description=check_jacobians.__doc__,
+        epilog="Exit status: 0 every quantity within the tolerance, 1 a quantity is not, "
+               "2 bad input.")
     add_model_arguments(command)
-    command.add_argument("--order", type=integer_at_least(0), required=True)
-    command.add_argument("--samples", type=integer_at_least(1), default=1)
-    command.add_argument("--seed", type=int, default=0)
-    command.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE)
-    command.add_argument("--json", action="store_true")
+    command.add_argument("--order", type=integer_at_least(0, cmtm.MAX_ORDER), required=True,
+                         help=f"derivative order k, 0..{cmtm.MAX_ORDER} (cmtm.MAX_ORDER)")
+    command.add_argument("--samples", type=integer_at_least(1), default=1,
+                         help="random instants (default %(default)s)")
+    command.add_argument("--seed", type=integer_at_least(0), default=0,
+                         help="random seed (default %(default)s)")
+    command.add_argument("--tolerance", type=positive_float, default=DEFAULT_TOLERANCE,
+                         help="largest relative difference accepted (default %(default)s)")
+    command.add_argument("--json", action="store_true", help="print one JSON object")
     command.set_defaults(run=check_jacobians, parser=command)
+
+
+DEBUG_HELP = "show the traceback of an error instead of one line"
 
 
 def build_parser():
     from ioc.demo import add_demo  # ioc.demo imports this module
     parser = OneLineParser(prog="cmtm", description=__doc__.splitlines()[0])
+    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     commands = parser.add_subparsers(dest="command", required=True)
     add_demo(commands)
     add_check_jacobians(commands)
     add_optimize(commands)
     add_ioc(commands)
+    for command in commands.choices.values():
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                             help=DEBUG_HELP)
     return parser
 
 
 def main(argv=None):
-    """Run ``cmtm``; returns the exit status (argparse's errors exit 2 by SystemExit)."""
+    """Run ``cmtm``; returns the exit status (argparse's errors exit 2 by SystemExit).
+
+    Bad input (ValueError, OSError) and unexpected exceptions alike exit 2 with one line
+    on stderr; with ``--debug`` they propagate with their traceback.
+    """
     args, unknown = build_parser().parse_known_args(argv)
     if unknown:
         args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         return args.run(args)
-    except (ValueError, OSError) as error:
-        print(f"cmtm {args.command}: error: {batch.one_line(error)}", file=sys.stderr)
+    except Exception as error:
+        if args.debug:
+            raise
+        print(error_line(args.command, error), file=sys.stderr)
         return 2
+
+
+def error_line(command, error):
+    """The one stderr line of an exception: bad input, or an internal error (a bug)."""
+    if isinstance(error, (ValueError, OSError)):
+        return f"cmtm {command}: error: {batch.one_line(error)}"
+    return (f"cmtm {command}: internal error: {type(error).__name__}: "
+            f"{batch.one_line(error)} (a bug: rerun with --debug for the traceback and "
+            f"report it)")
 
 
 if __name__ == "__main__":

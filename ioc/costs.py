@@ -109,6 +109,11 @@ def parse_terms(specs, model):
     """Cost terms from a comma-separated string or a sequence of names."""
     if isinstance(specs, str):
         specs = split_names(specs)
+    try:
+        specs = list(specs)
+    except TypeError:
+        raise ValueError(f"costs: expected cost names (a comma-separated string or a "
+                         f"sequence), got {specs!r}") from None
     terms = tuple(parse_term(spec, model) for spec in specs)
     if not terms:
         raise ValueError("costs: expected at least one cost name, got none")

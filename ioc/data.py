@@ -20,6 +20,8 @@ S_lambda           (not formed)            (N, N)           hat matrix, q_hat = 
 =================  ======================  ===============  ================================
 """
 import csv
+import math
+import os
 from pathlib import Path
 from typing import NamedTuple
 
@@ -28,6 +30,9 @@ import scipy.sparse as sp
 from scipy.interpolate import BSpline
 from scipy.linalg import LinAlgError, cholesky, solve_triangular, svd
 from scipy.optimize import minimize_scalar
+
+import cmtm
+from ioc.bspline import check_int
 
 CSV_SUFFIXES = (".csv",)
 STORAGE_SUFFIXES = (".mot", ".sto")
@@ -85,6 +90,8 @@ def read_motion(path, joint_names, degrees=None):
 
     Raises ValueError naming the file and what was expected and found.
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise ValueError(f"path: expected a file path (str or Path), got {type(path).__name__}")
     path = Path(path)
     names = _joint_names(joint_names)
     suffix = path.suffix.lower()
@@ -391,6 +398,7 @@ def fit_spline(knots, degree, times, q, *, noise=None, rest_order=0, penalty_ord
     knots, p = _clamped_knots(knots, degree)
     d = _penalty_order(penalty_order, p)
     n_c = len(knots) - p - 1
+    check_fit_size(n_c, p, d)
     R = _rest_order(rest_order, p, n_c)
     times, q = _samples(times, q, knots)
     sigma = None if noise is None else _noise(noise, q.shape[1])
@@ -404,6 +412,20 @@ def fit_spline(knots, degree, times, q, *, noise=None, rest_order=0, penalty_ord
     theta = Z @ modes.control_points(lam)
     rms = np.sqrt(np.mean((B @ theta - q) ** 2, axis=0))
     return SplineFit(theta, rms, lam, "gcv" if sigma is None else "noise")
+
+
+def check_fit_size(n_control, degree, penalty_order=4):
+    """ValueError unless the dense matrices of a smoothing fit (the penalty factor, B^T B
+    and the SVD: about 8 (2 (p - d + 1) + 3) n_c^2 bytes) fit in the engine's memory
+    budget (cmtm.memory_budget)."""
+    n_c = check_int("control_points", n_control, 1)
+    p = check_int("degree", degree, 1)
+    unit = 8 * (2 * max(p - penalty_order + 1, 1) + 3)
+    most = math.isqrt(cmtm.memory_budget() // unit)
+    if n_c > most:
+        raise ValueError(f"control_points: expected at most {most} for a smoothing fit "
+                         f"within the memory budget (cmtm.memory_budget(), "
+                         f"${cmtm.api.MEMORY_BUDGET_VARIABLE}), got {n_c}")
 
 
 def _rest_order(rest_order, degree, n_control):

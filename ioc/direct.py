@@ -28,6 +28,7 @@ term gradient vanishes on its own (a single term) the scale is instead the gross
 """
 import time
 from dataclasses import dataclass, field
+from numbers import Integral, Real
 
 import numpy as np
 from scipy.linalg import LinAlgError
@@ -35,8 +36,11 @@ from scipy.optimize import nnls
 
 from ioc._blas import single_threaded_blas
 from ioc.banded import BandedCholesky, band_matvec
+from ioc.bspline import DD
+from ioc.problem import check_problem, check_theta
 
 STATUSES = ("converged", "stalled", "max_iterations", "line_search_failed")
+START_MODES = ("gauss_newton", "newton")
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,23 @@ class SolverOptions:
     slow_iterations: int = 5
     start_mode: str = "gauss_newton"
     active_tolerance: float = 1e-10
+
+    def __post_init__(self):
+        """ValueError naming the first option that is not what its type says: counts are
+        integers (max_iterations >= 0, slow_iterations >= 1), tolerances finite and >= 0."""
+        for name, lowest in (("max_iterations", 0), ("slow_iterations", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, Integral) or value < lowest:
+                raise ValueError(f"{name}: expected an integer >= {lowest}, got {value!r}")
+        for name in ("damping", "step_tolerance", "tolerance", "acceptable", "newton_switch",
+                     "active_tolerance"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, Real) \
+                    or not np.isfinite(value) or value < 0:
+                raise ValueError(f"{name}: expected a finite number >= 0, got {value!r}")
+        if self.start_mode not in START_MODES:
+            raise ValueError(f"start_mode: expected one of {', '.join(START_MODES)}, got "
+                             f"{self.start_mode!r}")
 
 
 @dataclass
@@ -93,6 +114,12 @@ class DirectResult:
     def sample(self, times, max_derivative=3):
         """Raw stack q, ..., q^(max_derivative) at ``times``: (len(times), K, nv)."""
         return self.problem.spline.evaluate(self.theta, times, max_derivative)
+
+
+def check_callback(name, value):
+    """Raise ValueError unless ``value`` is None or callable."""
+    if not (value is None or callable(value)):
+        raise ValueError(f"{name}: expected None or a callable, got {value!r}")
 
 
 def check_weights(weights, n_terms):
@@ -226,7 +253,11 @@ def solve(problem, weights, theta0=None, options=SolverOptions(), progress=None)
     progress : optional callable(dict) called once per iteration (iteration, mode, cost,
         step, stationarity).
     """
+    check_problem(problem)
     w = check_weights(weights, len(problem.terms))
+    if not isinstance(options, SolverOptions):
+        raise ValueError(f"options: expected an ioc.SolverOptions, got {type(options).__name__}")
+    check_callback("progress", progress)
     started = time.perf_counter()
     theta = problem.initial_theta() if theta0 is None else _with_boundary(problem, theta0)
     dynamic = any(t.kind != "joint" for t in problem.terms)
@@ -290,11 +321,7 @@ def solve(problem, weights, theta0=None, options=SolverOptions(), progress=None)
 
 
 def _with_boundary(problem, theta0):
-    from ioc.bspline import DD
-    theta = theta0 if isinstance(theta0, DD) else DD.of(np.asarray(theta0, dtype=float))
-    if theta.hi.shape != (problem.spline.n_control, problem.model.nv):
-        raise ValueError(f"theta0: expected shape {(problem.spline.n_control, problem.model.nv)}"
-                         f", got {theta.hi.shape}")
+    theta = check_theta(problem, theta0, "theta0")
     fixed = problem.initial_theta()
     hi, lo = theta.hi.copy(), theta.lo.copy()
     a, b = problem.free_rows

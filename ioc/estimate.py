@@ -32,15 +32,17 @@ Several trials sharing the weights are **pooled**: one weight vector, their info
 added, each trial keeping its own start and goal.
 """
 from dataclasses import dataclass, field
+from numbers import Real
 
 import numpy as np
 from scipy.linalg import LinAlgError
 
 from ioc._blas import single_threaded_blas
 from ioc.banded import BandedCholesky, band_columns
-from ioc.bspline import DD, clamped_knots
-from ioc.data import MotionData, fit_spline
-from ioc.direct import SolverOptions, solve
+from cmtm.api import as_float_array, check_model
+from ioc.bspline import DD, check_int, clamped_knots
+from ioc.data import MotionData, check_fit_size, fit_spline
+from ioc.direct import SolverOptions, check_callback, solve
 from ioc.inverse_kkt import _solve_scaled
 from ioc.problem import MotionProblem
 
@@ -71,18 +73,37 @@ def prepare_trial(model, costs, data, *, degree=5, control_points=50, rest_order
     """A :class:`Trial` from a :class:`ioc.data.MotionData`: the time axis starts at 0, a
     smoothing quintic (P-spline, ioc.data.fit_spline) on the problem's knot grid gives the
     starting motion, its end points the start and goal."""
-    times = np.asarray(data.times, dtype=float) - float(data.times[0])
-    duration = float(times[-1])
-    knots = clamped_knots(degree, control_points, duration)
-    fit = fit_spline(knots, degree, times, data.q, noise=noise, rest_order=rest_order)
+    times, q = _data_samples(model, data)
+    check_fit_size(control_points, degree)
+    knots = clamped_knots(degree, control_points, float(times[-1]))
+    fit = fit_spline(knots, degree, times, q, noise=noise, rest_order=rest_order)
     theta = fit.control_points
-    problem = MotionProblem(model, costs, duration=duration, samples=samples, degree=degree,
-                            control_points=control_points, start=theta[0], goal=theta[-1],
-                            rest_order=rest_order, integration=integration, limits=limits)
+    problem = MotionProblem(model, costs, duration=float(times[-1]), samples=samples,
+                            degree=degree, control_points=control_points, start=theta[0],
+                            goal=theta[-1], rest_order=rest_order, integration=integration,
+                            limits=limits)
     _check_within_limits(problem, DD.of(theta), data.source)
-    return Trial(name=str(data.source), times=times, q=np.asarray(data.q, dtype=float),
+    return Trial(name=str(data.source), times=times, q=q,
                  B=problem.spline.design_matrix(times), fit=fit, problem=problem,
                  theta=DD.of(theta))
+
+
+def _data_samples(model, data):
+    """(times (N,) from 0, q (N, nv)) of a MotionData for ``model``; ValueError unless the
+    times are N >= 2 strictly increasing finite values and q has one column per joint."""
+    check_model(model)
+    if not isinstance(data, MotionData):
+        raise ValueError(f"data: expected an ioc.data.MotionData (ioc.read_motion), got "
+                         f"{type(data).__name__}")
+    times = as_float_array("data.times", data.times)
+    q = as_float_array("data.q", data.q)
+    if times.ndim != 1 or times.size < 2 or q.shape != (times.size, model.nv):
+        raise ValueError(f"data: expected times (N,) with N >= 2 and q (N, {model.nv}), one "
+                         f"column per joint of the model, got {times.shape} and {q.shape}")
+    if np.any(np.diff(times) <= 0):
+        raise ValueError(f"data.times: expected strictly increasing times, got "
+                         f"{np.array2string(times, threshold=8)}")
+    return times - times[0], q
 
 
 def _check_within_limits(problem, theta, source):
@@ -247,7 +268,7 @@ def maximum_likelihood(trials, starts, *, noise=None, max_iterations=30,
         accepted = False
         while damping < 1e10:
             d_eta, d_u = _lm_step(J_eta, J_u, r, damping)
-            w_new = _softmax(np.log(w) + Z @ d_eta)
+            w_new = _softmax(_log_weights(w) + Z @ d_eta)
             new_bounds = [(s + du[:nv], g + du[nv:]) for (s, g), du in zip(bounds, d_u)]
             try:
                 new_states = _optimal_all(trials, w_new, new_bounds, thetas, options)
@@ -281,6 +302,11 @@ def maximum_likelihood(trials, starts, *, noise=None, max_iterations=30,
 
 def _optimal_all(trials, w, bounds, thetas, options):
     return [_optimal(t, w, s, g, th, options) for t, (s, g), th in zip(trials, bounds, thetas)]
+
+
+def _log_weights(w):
+    """log w, with weights that underflowed to 0 at log(1e-300) (softmax maps it back to 0)."""
+    return np.log(np.maximum(w, 1e-300))
 
 
 def _softmax(eta):
@@ -400,7 +426,7 @@ def _region_std(trials, thetas, w, cov, sigma,
     # its ends move small weights by factors, the way the estimator moves them
     log_cov = cov / np.outer(np.maximum(w, 1e-12), np.maximum(w, 1e-12))
     values, vectors = np.linalg.eigh(log_cov)
-    points += [_softmax(np.log(w) + sign * Z95 * np.sqrt(v) * u)
+    points += [_softmax(_log_weights(w) + sign * Z95 * np.sqrt(v) * u)
                for v, u in zip(values, vectors.T) if v > 0 for sign in (-1.0, 1.0)]
     points.append(np.full(len(w), 1.0 / len(w)))
     for wk in points:
@@ -434,10 +460,28 @@ def estimate_weights(trials, *, noise=None, max_iterations=30, progress=None,
     weights) from the better of the linearized estimate and equal weights; without
     ``uncertainty`` the (costly) Fisher deviations are skipped (std and ci95 NaN-free
     zeros)."""
+    _check_trials(trials)
+    if noise is not None and (isinstance(noise, bool) or not isinstance(noise, Real)
+                              or not np.isfinite(noise) or noise <= 0):
+        raise ValueError(f"noise: expected None or a finite number > 0 (rad), got {noise!r}")
+    check_int("max_iterations", max_iterations, 0)
+    check_callback("progress", progress)
     m = len(trials[0].problem.terms)
     starts = [linearized_estimate(trials), np.full(m, 1.0 / m)]
     return maximum_likelihood(trials, starts, noise=noise, max_iterations=max_iterations,
                               progress=progress, uncertainty=uncertainty)
+
+
+def _check_trials(trials):
+    """ValueError unless ``trials`` is a non-empty sequence of Trial sharing their costs."""
+    if isinstance(trials, Trial) or not isinstance(trials, (list, tuple)) or not trials \
+            or not all(isinstance(t, Trial) for t in trials):
+        raise ValueError(f"trials: expected a non-empty list of ioc.estimate.Trial "
+                         f"(prepare_trial), got {trials!r}")
+    costs = [tuple(term.name for term in t.problem.terms) for t in trials]
+    if len(set(costs)) > 1:
+        raise ValueError(f"trials: expected pooled trials with the same costs, got "
+                         f"{' and '.join(map(str, sorted(set(costs))))}")
 
 
 def kkt_stationarity(problem, theta, w):

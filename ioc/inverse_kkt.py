@@ -22,12 +22,14 @@ sigma_1 <= IDENTIFIABILITY_GAP * sigma_2. A term whose gradient vanishes on the 
 an undetermined weight (reported as 0 and undetermined).
 """
 from dataclasses import dataclass, field
+from numbers import Real
 
 import numpy as np
 from scipy.optimize import nnls
 
 from ioc._blas import single_threaded_blas
 from ioc.direct import _Limits
+from ioc.problem import check_problem, check_theta
 
 IDENTIFIABILITY_GAP = 1e-3
 """Row-scaled rows have unit norm, so singular values lie in [0, sqrt(n_terms)]; a second
@@ -95,7 +97,14 @@ def _projector(G, n):
 
 @single_threaded_blas
 def recover_weights(problem, theta, tolerance=1e-9):
-    """Inverse KKT on a motion given as control points ``theta`` (DD) of ``problem``."""
+    """Inverse KKT on a motion given as control points ``theta`` (DD, or an (n_c, nv)
+    array) of ``problem``; ``tolerance`` (finite, >= 0) decides which joint limits are
+    active."""
+    check_problem(problem)
+    theta = check_theta(problem, theta)
+    if isinstance(tolerance, bool) or not isinstance(tolerance, Real) \
+            or not np.isfinite(tolerance) or tolerance < 0:
+        raise ValueError(f"tolerance: expected a finite number >= 0, got {tolerance!r}")
     ev = problem.evaluate(theta, np.ones(len(problem.terms)))
     free = problem.free_slice
     C = ev.grads.reshape(len(problem.terms), -1)[:, free]
@@ -104,6 +113,10 @@ def recover_weights(problem, theta, tolerance=1e-9):
     PC, PH = project(C), project(H)
     scale_C = np.linalg.norm(PC, axis=1)
     zero = scale_C <= ZERO_GRADIENT * max(float(np.max(scale_C)), 1e-300)
+    if zero.all():
+        raise ValueError(f"theta: expected a motion on which some cost has a gradient, got "
+                         f"one where every projected cost gradient vanishes (largest "
+                         f"{float(np.max(scale_C)):.3g}): any weights make it optimal")
     w_scaled, mu_scaled, method = _solve_scaled(PC[~zero] / scale_C[~zero, None],
                                                 _unit_rows(PH), 1.0 / scale_C[~zero])
     weights = np.zeros(len(C))

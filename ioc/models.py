@@ -44,6 +44,11 @@ def resolve_model(spec, lock=()):
     builtin = _builtin(spec)
     if builtin is not None:
         tree, options = builtin
+        joints = [name for _, _, name in tree.graph.edges(data="name")]
+        unknown = sorted(set(lock) - set(joints))
+        if unknown:
+            raise kt.ModelError(f"--lock: expected joints of {spec} ({', '.join(joints)}), "
+                                f"got {unknown}")
         for name, position in lock.items():
             tree.lock_joint(name, position)
         return kt.compile_tree(tree, **options)

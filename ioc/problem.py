@@ -32,12 +32,22 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 
+import cmtm
+from cmtm.api import check_model, reserve
 from ioc.banded import BandLayout, chain_gradient, chain_hessian_blocks
-from ioc.bspline import DD, ClampedBSpline, dd_add
-from ioc.costs import JACOBIAN_SOURCES, parse_terms, stack_orders, term_values
+from ioc.bspline import DD, ClampedBSpline, check_int, dd_add
+from ioc.costs import (JACOBIAN_SOURCES, engine_order, parse_terms, stack_orders,
+                       term_values)
 
 INTEGRATION_RULES = ("samples", "gauss")
 CONSTRAINT_MODES = ("exact", "penalty")
+POSITION_BOUND = 1e6
+"""Joint positions (start, goal, control points) are refused beyond +-1e6 rad or m: far
+beyond any motion, and squares of their spline derivatives would overflow float64."""
+DURATION_RANGE = (1e-3, 1e6)
+"""Accepted motion durations T, s (1 ms to 11.6 days): a spline's r-th derivatives scale
+like T^-r, and far outside this range float64 overflows in the knot and derivative
+arithmetic."""
 FD_STACK_STEP = 1.5e-8
 """Relative step of the forward differences of stack gradients (Newton Hessian): about
 eps**(1/2), balancing truncation and round-off."""
@@ -70,25 +80,32 @@ def make_quadrature(spline, rule, samples):
     return Quadrature(rule, times, (0.5 * (b - a) * weights).ravel())
 
 
-def _positive_int(name, value, minimum=1):
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
-        raise ValueError(f"{name}: expected an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
 def _finite_real(name, value):
     if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value):
         raise ValueError(f"{name}: expected a finite number, got {value!r}")
     return float(value)
 
 
-def _per_joint(name, value, nv):
-    """One value for all joints or one per joint -> (nv,) finite float64."""
-    array = np.asarray(value, dtype=np.float64) if not isinstance(value, str) else None
-    if array is None or array.ndim > 1 or array.size not in (1, nv) \
-            or not np.all(np.isfinite(array)):
-        raise ValueError(f"{name}: expected one finite value or {nv} (one per joint), "
+def _duration(value):
+    """T as a float in DURATION_RANGE, else ValueError."""
+    low, high = DURATION_RANGE
+    T = _finite_real("duration", value)
+    if not low <= T <= high:
+        raise ValueError(f"duration: expected a number of seconds in [{low:g}, {high:g}], "
                          f"got {value!r}")
+    return T
+
+
+def _per_joint(name, value, nv):
+    """One value for all joints or one per joint -> (nv,) float64 within +-POSITION_BOUND."""
+    try:
+        array = None if isinstance(value, str) else np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        array = None
+    if array is None or array.ndim > 1 or array.size not in (1, nv) \
+            or not np.all(np.abs(array) <= POSITION_BOUND):
+        raise ValueError(f"{name}: expected one finite value or {nv} (one per joint) within "
+                         f"+-{POSITION_BOUND:g} rad or m, got {value!r}")
     return np.broadcast_to(array.ravel(), (nv,)).copy()
 
 
@@ -100,12 +117,11 @@ def _limits(model, limits):
     if limits is None or (isinstance(limits, str) and limits == "none"):
         return np.full(nv, -np.inf), np.full(nv, np.inf)
     try:
-        lower, upper = limits
+        lower, upper = (np.broadcast_to(np.asarray(bound, dtype=float), (nv,)).copy()
+                        for bound in limits)
     except (TypeError, ValueError):
-        raise ValueError(f"limits: expected 'model', 'none' or (lower, upper), "
-                         f"got {limits!r}") from None
-    lower = np.broadcast_to(np.asarray(lower, dtype=float), (nv,)).copy()
-    upper = np.broadcast_to(np.asarray(upper, dtype=float), (nv,)).copy()
+        raise ValueError(f"limits: expected 'model', 'none' or (lower, upper), each one "
+                         f"number or {nv} (one per joint), got {limits!r}") from None
     if np.any(np.isnan(lower)) or np.any(np.isnan(upper)) or np.any(lower >= upper):
         raise ValueError(f"limits: expected lower < upper for every joint, got "
                          f"{lower.tolist()} and {upper.tolist()}")
@@ -117,7 +133,8 @@ class MotionProblem:
 
     model : kinematic_trees.CompiledTree
     costs : names of the sub-costs (ioc.costs), comma-separated string or sequence
-    duration T (s), samples N (quadrature nodes of ``samples`` and limit nodes), degree p,
+    duration T (s, in DURATION_RANGE), samples N (quadrature nodes of ``samples`` and
+    limit nodes; with control_points bounded by the engine's memory budget), degree p,
     control_points n_c, start / goal (one value or nv), rest_order R, integration
     ("samples" | "gauss"), limits ("model" | "none" | (lower, upper)), constraints
     ("exact" | "penalty"), knots (full clamped knot vector, default uniform), penalty rho,
@@ -128,15 +145,18 @@ class MotionProblem:
                  control_points=50, start=0.0, goal=0.0, rest_order=1,
                  integration="samples", limits="model", constraints="exact", knots=None,
                  penalty=1e12, jacobians="structured"):
+        check_model(model)
         self.model = model
         nv = model.nv
         self.terms = parse_terms(costs, model)
-        self.samples = _positive_int("samples", samples, 2)
-        self.rest_order = _positive_int("rest_order", rest_order, 0)
-        self.spline = ClampedBSpline(degree, control_points, _finite_real("duration", duration),
-                                     knots=knots)
-        p = self.spline.degree
+        self.samples = check_int("samples", samples, 2)
+        self.rest_order = check_int("rest_order", rest_order, 0)
         self.K = stack_orders(self.terms)
+        degree = check_int("degree", degree, 1)
+        control_points = check_int("control_points", control_points, 1)
+        self._check_size(degree, control_points)
+        self.spline = ClampedBSpline(degree, control_points, _duration(duration), knots=knots)
+        p = self.spline.degree
         for term in self.terms:
             self.spline.check_derivative(term.top_order, what=f"cost {term.name!r}")
         if self.rest_order >= p:
@@ -154,6 +174,8 @@ class MotionProblem:
                              f"got {jacobians!r}")
         self.jacobians = jacobians
         self.penalty = _finite_real("penalty", penalty)
+        if self.penalty < 0:
+            raise ValueError(f"penalty: expected a finite number >= 0, got {penalty!r}")
         self.start = _per_joint("start", start, nv)
         self.goal = _per_joint("goal", goal, nv)
         self.lower, self.upper = _limits(model, limits)
@@ -167,6 +189,21 @@ class MotionProblem:
         self.free_rows = (fixed, self.spline.n_control - fixed)
         self.n_free = n_free_min * nv
         self._limit_matrix = self._limit_rows()
+
+    def _check_size(self, degree, control_points):
+        """ValueError before anything is allocated when one evaluation would not fit in the
+        engine's memory budget (cmtm.memory_budget): per sample the engine's Jacobians, the
+        terms' stack Jacobians and three stack Hessians; per control point two Hessian
+        bands."""
+        nv, width = self.model.nv, self.K * self.model.nv
+        rows = sum(6 * len(term.links) if term.kind == "link" else nv for term in self.terms)
+        k = engine_order(self.terms)
+        engine = 0 if k is None else cmtm.jacobians_nbytes(
+            self.model, ("link_velocity", "joint_torque"), k)
+        reserve("samples", self.samples, engine + 8 * width * (rows + 3 * width),
+                "lower samples to at most {chunk}")
+        reserve("control_points", control_points, 16 * (degree + 1) * nv * nv,
+                "lower control_points to at most {chunk}", unit="control points")
 
     # --- boundary conditions and the free variables ---
 
@@ -382,6 +419,31 @@ class MotionProblem:
             for band in bands:
                 _add_dense_to_band(band, dense, self.layout.u)
         return 0.5 * rho * float(flat @ flat)
+
+
+def check_problem(problem):
+    """Raise ValueError unless ``problem`` is a MotionProblem."""
+    if not isinstance(problem, MotionProblem):
+        raise ValueError(f"problem: expected an ioc.MotionProblem, got "
+                         f"{type(problem).__name__}")
+
+
+def check_theta(problem, theta, name="theta"):
+    """Control points of ``problem`` as a DD: a DD or an array (n_c, nv), real and finite;
+    ValueError otherwise."""
+    shape = (problem.spline.n_control, problem.model.nv)
+    if isinstance(theta, DD):
+        hi, lo = (cmtm.api.as_float_array(name, part) for part in theta)
+    else:
+        hi = cmtm.api.as_float_array(name, theta)
+        lo = np.zeros_like(hi)
+    if hi.shape != shape or lo.shape != shape:
+        raise ValueError(f"{name}: expected control points of shape {shape} (n_control, nv), "
+                         f"got {hi.shape}")
+    if np.max(np.abs(hi)) > POSITION_BOUND:
+        raise ValueError(f"{name}: expected control points within +-{POSITION_BOUND:g} rad or "
+                         f"m, got {np.max(np.abs(hi)):g}")
+    return DD(hi, lo)
 
 
 def _add_dense_to_band(band, dense, u):

@@ -5,6 +5,8 @@ Every builder returns a ``KinematicTree``; pass it to ``compile_tree`` for the e
 ``floating_base`` (None, fixed base, by default) puts six virtual joints under the base
 link (``add_floating_base``; e.g. "xyz_zyx").
 """
+from numbers import Real
+
 import numpy as np
 
 from .floating_base import add_floating_base
@@ -51,8 +53,7 @@ def serial_chain(n, floating_base=None):
     >>> serial_chain(12).joint_links("joint03")
     ('link02', 'link03')
     """
-    if int(n) != n or n < 1:
-        raise ValueError(f"serial_chain: expected a positive integer n, got {n!r}")
+    n = _count("serial_chain", n)
     width = len(str(n))
     tree = KinematicTree()
     tree.add_link("base")
@@ -80,13 +81,18 @@ def random_tree(n, branching=0.3, prismatic_fraction=0.25, fixed_fraction=0.15, 
     R diag(s2+s3, s1+s3, s1+s2) R^T with s > 0 (so the triangle inequality holds).
     Names "base", "link<k>", "joint<k>", k = 1.. zero-padded to a common width.
     """
-    if int(n) != n or n < 1:
-        raise ValueError(f"random_tree: expected a positive integer n, got {n!r}")
+    n = _count("random_tree", n)
     for name, fraction in (("branching", branching), ("prismatic_fraction", prismatic_fraction),
                            ("fixed_fraction", fixed_fraction)):
-        if not 0.0 <= fraction <= 1.0:
-            raise ValueError(f"random_tree: {name} must be in [0, 1], got {fraction!r}")
-    rng = np.random.default_rng(seed)
+        if isinstance(fraction, bool) or not isinstance(fraction, Real) \
+                or not 0.0 <= fraction <= 1.0:
+            raise ValueError(f"random_tree: {name}: expected a number in [0, 1], "
+                             f"got {fraction!r}")
+    try:
+        rng = np.random.default_rng(seed)
+    except (TypeError, ValueError):
+        raise ValueError(f"random_tree: seed: expected a non-negative integer or None, "
+                         f"got {seed!r}") from None
     n_fixed = round(fixed_fraction * n)
     total = n + n_fixed
     fixed = set(rng.choice(total, size=n_fixed, replace=False).tolist())
@@ -106,6 +112,17 @@ def random_tree(n, branching=0.3, prismatic_fraction=0.25, fixed_fraction=0.15, 
                        rpy=rng.uniform(-np.pi, np.pi, 3), lower=-half_range, upper=half_range)
         links.append(link)
     return add_floating_base(tree, floating_base)
+
+
+def _count(builder, n):
+    """``n`` as an int >= 1 (integral floats accepted), else ValueError naming the builder."""
+    try:
+        valid = not isinstance(n, bool) and int(n) == n and n >= 1
+    except (TypeError, ValueError, OverflowError):
+        valid = False
+    if not valid:
+        raise ValueError(f"{builder}: expected a positive integer n, got {n!r}")
+    return int(n)
 
 
 def _random_unit(rng):

@@ -15,7 +15,7 @@ import networkx as nx
 import numpy as np
 
 from .floating_base import add_floating_base
-from .graph import ModelError
+from .graph import KinematicTree, ModelError, no_overflow
 from .inertia import lump, rotate_inertia, spatial_inertia
 
 JOINT_REVOLUTE = 0
@@ -110,10 +110,19 @@ def compile_tree(tree, gravity=(0.0, 0.0, -9.81), floating_base=None):
     >>> compile_tree(serial_chain(3), floating_base="xyz_zyx").nv
     9
     """
+    if not isinstance(tree, KinematicTree):
+        raise ModelError(f"tree: expected a KinematicTree (a builder, load_urdf or "
+                         f"KinematicTree()), got {type(tree).__name__}")
     if floating_base is not None:
         tree = add_floating_base(tree.copy(), floating_base)
     tree.validate()
     gravity = _frozen(_gravity(gravity), np.float64)
+    with no_overflow("compile_tree"):
+        return _compile(tree, gravity)
+
+
+def _compile(tree, gravity):
+    """The CompiledTree of a validated tree (see compile_tree)."""
     graph, base = tree.graph, tree.root
     body_of, pose_in_body = _merge_fixed_joints(graph, base)
     joints = {child: joint for _, child, joint in graph.edges(data=True)

@@ -30,7 +30,7 @@ Names, for a root link R: the new fixed root is "R_world"; the joints are "R_tx"
 "R_tz" and "R_r<a1>", "R_r<a2>", "R_r<a3>" (e.g. "R_rz"); the five massless links between
 them carry the names of the joints that move them; the last joint moves R itself.
 """
-from .graph import ModelError
+from .graph import KinematicTree, ModelError
 
 _TAIT_BRYAN = ("xyz", "xzy", "yxz", "yzx", "zxy", "zyx")
 FLOATING_BASES = tuple(f"xyz_{order}" for order in _TAIT_BRYAN) + ("xyz_rpy",)
@@ -59,6 +59,8 @@ def add_floating_base(tree, floating_base):
     ('base_world', ('base_tx', 'base_ty', 'base_tz', 'base_rz', 'base_ry', 'base_rx'), \
 [0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
     """
+    if not isinstance(tree, KinematicTree):
+        raise ModelError(f"tree: expected a KinematicTree, got {type(tree).__name__}")
     if floating_base is None:
         return tree
     axes = rotation_axes(floating_base)

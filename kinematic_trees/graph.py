@@ -44,6 +44,7 @@ Every positive semi-definite inertia is within the tolerance (a line of mass, mo
 """
 import warnings
 from collections import Counter
+from contextlib import contextmanager
 
 import networkx as nx
 import numpy as np
@@ -82,6 +83,18 @@ class InertiaWarning(UserWarning):
     ``strict=True`` makes it a ModelError."""
 
 
+@contextmanager
+def no_overflow(what):
+    """ModelError naming ``what`` instead of an overflow (inf, NaN) in the model's arithmetic,
+    e.g. lumping masses placed 1e308 m away."""
+    with np.errstate(over="raise", invalid="raise"):
+        try:
+            yield
+        except FloatingPointError as error:
+            raise ModelError(f"{what}: expected lengths, masses and inertias whose products "
+                             f"fit in float64, got an overflow ({error})") from None
+
+
 # --- attribute checks (shared by add_* and validate) ---
 
 def _array(value, shape, what):
@@ -101,10 +114,12 @@ def _symmetric_inertia(inertia, what):
     """Symmetric (3,3) inertia (symmetrized to rounding), else ModelError; consistency is
     judged by KinematicTree._accepted_inertia."""
     I = _array(inertia, (3, 3), what)
-    asymmetry = np.max(np.abs(I - I.T))
+    with no_overflow(what):
+        asymmetry = np.max(np.abs(I - I.T))
+        symmetric = 0.5 * (I + I.T)
     if asymmetry > INERTIA_RTOL * np.max(np.abs(I)) + INERTIA_ATOL:
         raise ModelError(f"{what} is not symmetric (max asymmetry {asymmetry:.3g})")
-    return 0.5 * (I + I.T)
+    return symmetric
 
 
 def _check_rotation(R, what):
@@ -229,7 +244,16 @@ class KinematicTree:
 
         Missing link attributes default to a massless link; joints need at least
         ``name`` and ``type``. strict, project_inertia: as for the constructor.
+        ModelError for an undirected graph and for a multigraph with two joints into one
+        link (a tree has one joint per link).
         """
+        if not isinstance(graph, nx.Graph) or not graph.is_directed():
+            kind = ("an undirected " if isinstance(graph, nx.Graph) else "") \
+                + type(graph).__name__
+            raise ModelError(f"graph: expected a networkx.DiGraph (one edge parent -> child "
+                             f"per joint), got {kind}")
+        if graph.is_multigraph():
+            _check_single_parents(graph)  # before DiGraph() merges parallel joints
         tree = cls(strict=strict, project_inertia=project_inertia)
         tree.graph = nx.DiGraph(graph)
         tree.validate()
@@ -244,9 +268,9 @@ class KinematicTree:
 
     def add_link(self, name, mass=0.0, com=(0.0, 0.0, 0.0), inertia=None):
         """Add a link: mass (kg), com (3,) in the link frame, inertia (3,3) about the COM."""
+        attributes = _checked_link(name, mass, com, inertia)
         if name in self.graph:
             raise ModelError(f"link '{name}' already exists")
-        attributes = _checked_link(name, mass, com, inertia)
         attributes["inertia"] = self._accepted_inertia(name, attributes["inertia"])
         self.graph.add_node(name, **attributes)
 
@@ -254,8 +278,9 @@ class KinematicTree:
         """The inertia to store for ``link``: as given, or projected onto the nearest
         consistent one; InertiaWarning once per link, ModelError beyond the tolerance or
         with ``strict`` (module docstring)."""
-        consistent, correction = consistent_inertia(inertia)
-        moments = np.linalg.eigvalsh(inertia)
+        with no_overflow(f"link '{link}': inertia"):
+            consistent, correction = consistent_inertia(inertia)
+            moments = np.linalg.eigvalsh(inertia)
         largest = max(float(moments[-1]), 0.0)
         if correction <= INERTIA_RTOL * largest + INERTIA_ATOL:
             return inertia
@@ -293,7 +318,7 @@ class KinematicTree:
         if any(j == name for _, _, j in self.graph.edges(data="name")):
             raise ModelError(f"{where}: a joint with this name already exists")
         for role, link in (("parent", parent), ("child", child)):
-            if link not in self.graph:
+            if not isinstance(link, str) or link not in self.graph:
                 raise ModelError(f"{where}: {role} link '{link}' does not exist")
         if parent == child:
             raise ModelError(f"{where}: connects link '{parent}' to itself")
@@ -327,14 +352,15 @@ class KinematicTree:
         where = f"joint '{name}'"
         if joint["type"] == "fixed":
             raise ModelError(f"{where} is already fixed")
-        q = _limit(position, f"{where}: lock position")
+        q = float(_array(position, (), f"{where}: lock position"))
         if not joint["lower"] <= q <= joint["upper"]:
             raise ModelError(f"{where}: lock position {q} is outside the limits "
                              f"[{joint['lower']}, {joint['upper']}]")
-        if joint["type"] == "prismatic":
-            joint["p"] = joint["p"] + joint["R"] @ (q * joint["axis"])
-        else:
-            joint["R"] = joint["R"] @ axis_rotation(joint["axis"], q)
+        with no_overflow(f"{where}: lock position {q}"):
+            if joint["type"] == "prismatic":
+                joint["p"] = joint["p"] + joint["R"] @ (q * joint["axis"])
+            else:
+                joint["R"] = joint["R"] @ axis_rotation(joint["axis"], q)
         joint.update(type="fixed", lower=-np.inf, upper=np.inf, mimic=None)
 
     def couple_joint(self, name, leader, multiplier=1.0, offset=0.0):
@@ -395,11 +421,7 @@ class KinematicTree:
         duplicates = sorted(name for name, count in counts.items() if count > 1)
         if duplicates:
             raise ModelError(f"joint names must be unique; used more than once: {duplicates}")
-        for link, degree in graph.in_degree():
-            if degree > 1:
-                joints = sorted(name for _, _, name in graph.in_edges(link, data="name"))
-                raise ModelError(f"link '{link}' has {degree} parent joints {joints}; "
-                                 "a link has exactly one parent")
+        _check_single_parents(graph)
         try:
             cycle = nx.find_cycle(graph)
         except nx.NetworkXNoCycle:
@@ -430,6 +452,15 @@ def _check_mimic(joints, name, mimic):
     if joints[leader]["mimic"] is not None:
         raise ModelError(f"{where}, which itself mimics '{joints[leader]['mimic'][0]}'; "
                          "couple it to that joint directly")
+
+
+def _check_single_parents(graph):
+    """ModelError naming the first link with more than one parent joint."""
+    for link, degree in graph.in_degree():
+        if degree > 1:
+            joints = sorted(str(name) for _, _, name in graph.in_edges(link, data="name"))
+            raise ModelError(f"link '{link}' has {degree} parent joints {joints}; "
+                             "a link has exactly one parent")
 
 
 def _single_root(graph):

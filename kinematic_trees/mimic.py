@@ -17,6 +17,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .compile import CompiledTree
+from .graph import ModelError
+
 
 class Coupling(NamedTuple):
     """q = C q_ind + c for a compiled model (module docstring).
@@ -42,8 +45,12 @@ class Coupling(NamedTuple):
         >>> coupling(kt.compile_tree(tree)).full_stack([[1.0], [3.0]]).tolist()
         [[1.0, -1.5], [3.0, -6.0]]
         """
-        q_stack = np.asarray(q_stack, dtype=np.float64)
         n = self.C.shape[1]
+        try:
+            q_stack = np.asarray(q_stack, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"q_stack: expected numbers of shape (..., K, {n}), got "
+                             f"{q_stack!r}") from None
         if q_stack.ndim < 2 or q_stack.shape[-1] != n:
             raise ValueError(f"q_stack: expected shape (..., K, {n}) over the {n} "
                              f"independent joints, got {q_stack.shape}")
@@ -74,8 +81,16 @@ def coupling(model):
     >>> coupling(kt.compile_tree(tree)).C.tolist()
     [[1.0, 0.0], [0.0, 1.0], [0.5, 0.0]]
     """
+    if not isinstance(model, CompiledTree):
+        raise ModelError(f"model: expected a CompiledTree (compile_tree), got "
+                         f"{type(model).__name__}")
     leader = np.asarray(model.mimic_leader)
     nv = len(leader)
+    bad = [i for i, j in enumerate(leader.tolist())
+           if not (j == -1 or (0 <= j < nv and j != i and leader[j] == -1))]
+    if bad:
+        raise ModelError(f"model.mimic_leader: expected -1 or an independent joint's index "
+                         f"in 0..{nv - 1}, got {leader[bad[0]]} for joint {bad[0]}")
     independent = np.flatnonzero(leader < 0)
     column = np.full(nv, -1, dtype=np.int64)
     column[independent] = np.arange(len(independent))

@@ -11,6 +11,7 @@ What Pinocchio's ``buildModelFromUrdf`` reads, this reads too, with the same deg
 freedom under the default options, except planar and floating joints (a ModelError naming
 the joint; the ``floating_base`` option gives a root six coordinates).
 """
+import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -60,7 +61,7 @@ def load_urdf(source, *, lock=None, mimic="independent", floating_base=None, str
     if mimic not in MIMIC_MODES:
         raise ValueError(f"mimic: expected one of {', '.join(MIMIC_MODES)}, got {mimic!r}")
     robot = _parse(source)
-    lock = dict(lock or {})
+    lock = _lock_positions(lock)
     joints = robot.findall("joint")
     unknown = sorted(set(lock) - {joint.get("name") for joint in joints})
     if unknown:
@@ -78,14 +79,26 @@ def load_urdf(source, *, lock=None, mimic="independent", floating_base=None, str
     return add_floating_base(tree, floating_base)
 
 
+def _lock_positions(lock):
+    """{joint name: position} of the ``lock`` option (None: no joint), else ModelError."""
+    try:
+        return dict(lock or {})
+    except (TypeError, ValueError):
+        raise ModelError(f"lock: expected {{joint name: position}}, got {lock!r}") from None
+
+
 def _parse(source):
     """The <robot> root element of a URDF path or XML string; ModelError if unreadable."""
+    if not isinstance(source, (str, os.PathLike)):
+        hint = " (decode XML bytes to str first)" if isinstance(source, bytes) else ""
+        raise ModelError(f"URDF: expected a file path (str or Path) or XML text (str), got "
+                         f"{type(source).__name__}{hint}")
     is_xml = isinstance(source, str) and source.lstrip().startswith("<")
     try:
         root = ET.fromstring(source) if is_xml else ET.parse(Path(source)).getroot()
     except ET.ParseError as error:
         raise ModelError(f"URDF: malformed XML ({error})") from None
-    except OSError as error:
+    except (OSError, ValueError) as error:
         raise ModelError(f"URDF: cannot read file {str(source)!r} ({error})") from None
     if root.tag != "robot":
         raise ModelError(f"URDF: the root element is <{root.tag}>, expected <robot>")
@@ -128,8 +141,8 @@ def _add_joint(tree, joint):
     xyz, rpy = _origin(joint, where)
     axis = _numbers(joint.find("axis"), "xyz", 3, where, default=(1.0, 0.0, 0.0))
     limit = joint.find("limit")
-    lower = _number(limit, "lower", where, default=-np.inf)
-    upper = _number(limit, "upper", where, default=np.inf)
+    lower = _number(limit, "lower", where, default=-np.inf, finite=False)
+    upper = _number(limit, "upper", where, default=np.inf, finite=False)
     tree.add_joint(name, parent, child, joint_type, axis=axis, xyz=xyz, rpy=rpy,
                    lower=lower, upper=upper)
 
@@ -187,13 +200,14 @@ def _origin(element, where):
             _numbers(origin, "rpy", 3, where, default=(0.0, 0.0, 0.0)))
 
 
-def _number(element, attribute, where, default):
+def _number(element, attribute, where, default, finite=True):
     """One float from an attribute of ``element`` (which may be None); ``default`` if absent."""
-    return float(_numbers(element, attribute, 1, where, default)[0])
+    return float(_numbers(element, attribute, 1, where, default, finite)[0])
 
 
-def _numbers(element, attribute, count, where, default):
-    """``count`` floats from a whitespace-separated attribute; ``default`` if it is absent."""
+def _numbers(element, attribute, count, where, default, finite=True):
+    """``count`` floats from a whitespace-separated attribute; ``default`` if it is absent.
+    ``finite``: refuse inf and NaN (only limits may be infinite)."""
     text = None if element is None else element.get(attribute)
     if text is None:
         return np.broadcast_to(np.asarray(default, dtype=float), (count,))
@@ -204,4 +218,7 @@ def _numbers(element, attribute, count, where, default):
     if len(values) != count:
         raise ModelError(f"{where}: <{element.tag} {attribute}=\"{text}\"> "
                          f"expected {count} number(s)")
+    if finite and not np.all(np.isfinite(values)):
+        raise ModelError(f"{where}: <{element.tag} {attribute}=\"{text}\"> "
+                         f"expected {count} finite number(s)")
     return np.array(values)

@@ -1,14 +1,71 @@
-"""Session-wide fixtures: small compiled models shared by every test module.
+"""Session-wide setup: a Numba cache keyed by the engine's sources, and small compiled models
+shared by every test module.
 
-Numba compiles each kernel once per process (and caches it on disk), so tests share these
-models and keep to few samples; the large sizes belong in bench/.
+Numba compiles each kernel once per process and caches it on disk, but a cached kernel is
+not invalidated when a kernel it calls in another module changes, so a warm cache can run
+old code and pass. The test session therefore caches in ``.numba_cache/<hash>`` at the
+repository root, ``<hash>`` a digest of every ``cmtm/*.py``: any edit of the engine starts
+a fresh, empty cache (one cold compile, ~1-2 min), and only the few most recently used
+folders are kept. ``NUMBA_CACHE_DIR`` is set in ``os.environ`` before anything imports
+``cmtm``, so subprocesses and joblib workers started by tests inherit it; a value the user
+set is overridden, since nothing guarantees that it matches the sources.
+
+Tests share the models below and keep to few samples; the large sizes belong in bench/.
 """
+import hashlib
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import numba.core.config
 import numpy as np
 import pytest
 
-import kinematic_trees as kt
-from ioc.direct import solve
-from ioc.problem import MotionProblem
+ROOT = Path(__file__).resolve().parent.parent
+NUMBA_CACHE_ROOT = ROOT / ".numba_cache"
+KEEP_CACHES = 3
+"""Cache folders kept: the current one and the two most recently used (other checkouts'
+states, a branch switched back and forth)."""
+
+
+def source_hash(package=ROOT / "cmtm"):
+    """First 16 hex digits of the sha256 of every .py file under ``package`` (relative path
+    and contents, in sorted order)."""
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def keyed_cache_folder(root=NUMBA_CACHE_ROOT, package=ROOT / "cmtm", keep=KEEP_CACHES):
+    """Create (or mark as used) ``root/<source_hash(package)>``, delete all but the ``keep``
+    most recently used folders of ``root``, and return the folder."""
+    folder = root / source_hash(package)
+    folder.mkdir(parents=True, exist_ok=True)
+    os.utime(folder)
+    others = sorted((path for path in root.iterdir() if path.is_dir() and path != folder),
+                    key=lambda path: path.stat().st_mtime, reverse=True)
+    for stale in others[keep - 1:]:
+        shutil.rmtree(stale, ignore_errors=True)
+    return folder
+
+
+def use_keyed_numba_cache():
+    """Point NUMBA_CACHE_DIR at :func:`keyed_cache_folder`; refuse if cmtm is imported."""
+    if "cmtm" in sys.modules:
+        raise RuntimeError("cmtm was imported before tests/conftest.py set NUMBA_CACHE_DIR: "
+                           "its kernels would use a cache that may be stale")
+    os.environ["NUMBA_CACHE_DIR"] = str(keyed_cache_folder())
+    numba.core.config.reload_config()   # numba read its environment when it was imported
+
+
+use_keyed_numba_cache()
+# ioc imports cmtm, whose kernels must see the cache folder: these imports come after it
+import kinematic_trees as kt  # noqa: E402
+from ioc.direct import solve  # noqa: E402
+from ioc.problem import MotionProblem  # noqa: E402
 
 PAPER = dict(duration=2.0, samples=200, degree=5, control_points=50, start=1.57, goal=-1.57,
              rest_order=1, limits=(-np.pi, np.pi))
@@ -48,6 +105,19 @@ def tree12():
 def jacobian_models(chain3, panda, tree12):
     """The three models on which every Jacobian claim is tested."""
     return {"chain3": chain3, "panda": panda, "tree12": tree12}
+
+
+def relative_error(actual, desired):
+    """max |actual - desired| / max |desired|, shapes equal."""
+    actual, desired = np.asarray(actual), np.asarray(desired)
+    assert actual.shape == desired.shape, (actual.shape, desired.shape)
+    return np.max(np.abs(actual - desired)) / np.max(np.abs(desired))
+
+
+def assert_close(actual, desired, rel, what=""):
+    """relative_error(actual, desired) <= rel; ``what`` names the comparison on failure."""
+    error = relative_error(actual, desired)
+    assert error <= rel, f"{what}: relative error {error:.2e} > {rel:.0e}"
 
 
 def random_stack(model, n_orders, n_samples=None, seed=0, scale=1.0):

@@ -5,6 +5,7 @@ non-real dtypes, bad orders and non-models with a ValueError whose message says 
 expected and what came; accepted inputs: a single instant (the sample axis is dropped),
 integer arrays, Python lists.
 """
+import pickle
 import re
 
 import numpy as np
@@ -284,3 +285,73 @@ def test_overflow_is_a_value_error_not_a_warning_or_nan():
 def test_motion_flags_must_be_booleans(chain3, flag, value):
     with pytest.raises(ValueError, match=f"{flag}: expected True or False"):
         cmtm.motion(chain3, np.zeros((4, 3)), order=0, **{flag: value})
+
+
+# --- single instants, models, memory (issue 12) ------------------------------------------
+
+@pytest.mark.parametrize("name", list(STACK_FUNCTIONS))
+def test_single_instant_takes_up_to_two_extra_orders(model, name):
+    """One stack of order k serves every function of order k (tangents need k+1 orders,
+    torques k+3); a third extra row is refused (tests/test_bad_inputs.py)."""
+    call, needed = STACK_FUNCTIONS[name]
+    q = random_stack(model, needed(K_ORDER) + cmtm.api.EXTRA_INSTANT_ORDERS, n_samples=1)
+    np.testing.assert_array_equal(call(model, q[0], K_ORDER), call(model, q, K_ORDER)[0])
+    longer = random_stack(model, needed(K_ORDER) + cmtm.api.EXTRA_INSTANT_ORDERS + 1)
+    with raises_expected_got(r"q_stack: expected one instant"):
+        call(model, longer, K_ORDER)
+
+
+TAMPERED = {"subtree_end": np.array([3, 3, 100]), "parent": np.array([-1, 0, 3]),
+            "joint_type": np.array([0, 1, 2]), "com": np.zeros((2, 3)),
+            "spatial_inertia": np.zeros((3, 6, 6), order="F").transpose(0, 2, 1)}
+
+
+@pytest.mark.parametrize("name", list(ALL_FUNCTIONS))
+@pytest.mark.parametrize("field", list(TAMPERED))
+def test_every_function_checks_the_model_arrays(model, name, field):
+    """The kernels trust the model's arrays, so every function checks them first."""
+    bad = model._replace(**{field: TAMPERED[field]})
+    with raises_expected_got(rf"model.{field}: expected"):
+        ALL_FUNCTIONS[name](bad, good_input(name, model), K_ORDER)
+
+
+def test_model_with_writeable_arrays_is_checked_at_every_call(model, monkeypatch):
+    """A pickled model comes back with writeable arrays, which could change after a check:
+    it is accepted and checked at every call; compile_tree's read-only models once."""
+    copy = pickle.loads(pickle.dumps(model))
+    calls = []
+    check = cmtm.api._check_model_arrays
+    monkeypatch.setattr(cmtm.api, "_check_model_arrays", lambda m: calls.append(m) or check(m))
+    q = good_input("mass_matrix", model)
+    for _ in range(3):
+        np.testing.assert_array_equal(cmtm.mass_matrix(copy, q), cmtm.mass_matrix(model, q))
+    assert [m is copy for m in calls] == [True] * 3
+
+
+def test_jacobian_chunks_compute_what_the_budget_refuses_at_once(model, monkeypatch):
+    q = random_stack(model, 4, n_samples=10)
+    expected = cmtm.jacobians(model, q, ("joint_torque", "link_velocity"), order=1)
+    per_sample = cmtm.jacobians_nbytes(model, ("joint_torque", "link_velocity"), order=1)
+    monkeypatch.setenv("CMTM_MEMORY_BUDGET", str(4 * per_sample))
+    with raises_expected_got(r"jacobians: expected results within the memory budget .*"
+                             r"cmtm.jacobian_chunks\(.*chunk=4\)"):
+        cmtm.jacobians(model, q, ("joint_torque", "link_velocity"), order=1)
+    chunks = list(cmtm.jacobian_chunks(model, q, ("joint_torque", "link_velocity"), order=1,
+                                       chunk=4))
+    assert [(start, stop) for start, stop, _ in chunks] == [(0, 4), (4, 8), (8, 10)]
+    for name, J in expected.items():
+        np.testing.assert_array_equal(np.concatenate([Js[name] for _, _, Js in chunks]), J)
+
+
+def test_default_memory_budget_is_4_gib_or_half_the_memory(monkeypatch):
+    monkeypatch.delenv("CMTM_MEMORY_BUDGET", raising=False)
+    assert 0 < cmtm.memory_budget() <= cmtm.api.DEFAULT_MEMORY_BUDGET
+    monkeypatch.setenv("CMTM_MEMORY_BUDGET", "8e9")
+    assert cmtm.memory_budget() == 8 * 10**9
+
+
+def test_max_order_is_accepted_and_refused_one_above(model):
+    q = random_stack(model, cmtm.MAX_ORDER + 3, n_samples=1, scale=0.1)
+    assert cmtm.inverse_dynamics(model, q, order=cmtm.MAX_ORDER).shape == (1, 21, NV)
+    with raises_expected_got(r"order: expected at most cmtm.MAX_ORDER = 20, got 21"):
+        cmtm.inverse_dynamics(model, np.concatenate([q, q], axis=1), order=cmtm.MAX_ORDER + 1)

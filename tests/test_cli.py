@@ -1,9 +1,16 @@
-"""The ``cmtm`` command line: exit codes, one-line errors, JSON output."""
+"""The ``cmtm`` command line: exit codes, one-line errors, --debug, JSON output, atomic
+writes."""
+import ast
 import json
+from pathlib import Path
 
+import numpy as np
 import pytest
 
+from ioc import cli
 from ioc.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_check_jacobians_json_reports_every_quantity_within_tolerance(capsys):
@@ -37,3 +44,62 @@ def test_negative_order_is_rejected_by_the_parser(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["check-jacobians", "--model", "chain3", "--order", "-1"])
     assert exit_info.value.code == 2
+
+
+# --- errors: one line, exit 2; --debug shows the traceback --------------------------------
+
+BAD = ["check-jacobians", "--model", "chain3", "--order", "0", "--lock", "joint1=inf"]
+
+
+@pytest.mark.parametrize("argv", [["--debug", *BAD], [*BAD, "--debug"]],
+                         ids=["before the command", "after it"])
+def test_debug_lets_the_error_through_with_its_traceback(argv):
+    with pytest.raises(ValueError, match="lock position: expected finite numbers, got inf"):
+        main(argv)
+
+
+def test_unexpected_exception_is_one_line_exit_2_with_a_hint(capsys, monkeypatch):
+    """An exception other than ValueError or OSError is a bug: one line naming it."""
+    def broken(*args):
+        raise KeyError("rows")
+    monkeypatch.setattr(cli, "jacobian_discrepancies", broken)
+    assert main(["check-jacobians", "--model", "chain3", "--order", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("cmtm check-jacobians: internal error: KeyError: 'rows' (a bug: rerun with "
+                   "--debug for the traceback and report it)\n")
+    with pytest.raises(KeyError):
+        main(["--debug", "check-jacobians", "--model", "chain3", "--order", "0"])
+
+
+def test_json_output_is_strict_json(capsys, monkeypatch):
+    """A NaN in a report is an error, never the non-JSON token NaN."""
+    monkeypatch.setattr(cli, "jacobian_discrepancies", lambda *args: [{"rel_diff": np.nan,
+                                                                      "quantity": "x"}])
+    assert main(["check-jacobians", "--model", "chain3", "--order", "0", "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "Out of range float values are not JSON compliant" in err
+
+
+WRITERS = {"write_text", "write_bytes", "savefig", "save", "savez", "savez_compressed",
+           "savetxt", "dump", "to_csv"}
+
+
+def test_every_file_the_cli_writes_is_written_atomically():
+    """ioc opens files for writing only in ioc.results.write_atomically, and its writer calls
+    (np.savez, json.dump, savefig, Path.write_*, ...) write only into the temporary file that
+    write_atomically hands to them (an argument named ``file``)."""
+    found = []
+    for path in sorted((ROOT / "ioc").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        atomic = {id(node) for function in ast.walk(tree) if isinstance(function, ast.FunctionDef)
+                  and function.name == "write_atomically" for node in ast.walk(function)}
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call) or id(node) in atomic:
+                continue
+            name = getattr(node.func, "attr", getattr(node.func, "id", None))
+            into_file = bool(node.args) and getattr(node.args[0], "id", None) == "file"
+            mode = node.args[1] if name == "open" and len(node.args) > 1 else None
+            if (name in WRITERS and not into_file) or (
+                    isinstance(mode, ast.Constant) and set(str(mode.value)) & set("wax")):
+                found.append(f"{path.name}:{node.lineno} {name}")
+    assert found == []

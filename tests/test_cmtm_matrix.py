@@ -3,7 +3,7 @@ as tests: cmtm.cmtm_matrix, cmtm.taylor and cmtm.spatial.
 
 References: dense linear algebra on the Toeplitz matrices (numpy.linalg.inv, products),
 the recursions of the spec written out again here in plain numpy, and Cauchy/FFT Taylor
-coefficients of the naive link poses and link velocities of cmtm.reference (no engine
+coefficients of the naive link poses and link velocities of cmtm.naive (no engine
 code). Most checks are exact identities; tolerances are round-off of a few dozen 6x6
 products on entries of order one (1e-12 absolute, relative to the largest entry) unless
 stated.
@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cmtm
-from cmtm import reference
+from cmtm import naive
 from cmtm.cmtm_matrix import (cmtm_blocks, cmtm_inverse_blocks, comprehensive_velocity,
                               dual_blocks, tangent_matrix)
 from cmtm.spatial import (force_cross, force_hat, motion_cross, motion_hat, motion_transform,
@@ -199,23 +199,6 @@ def test_cmtm_inverse_matches_numpy_inv_of_dense_toeplitz(k):
 
 
 @pytest.mark.parametrize("k", ORDERS)
-def test_dual_cmtm_is_blockwise_transpose_and_its_own_recursion(k):
-    """X^* = T((X-_0)^T, ..., (X-_k)^T) equals the recursion X*_0 = A^{-T},
-    X*_{l+1} = 1/(l+1) sum_m X*_{l-m} [nu_m x*] (§2.3); T(X^*)^{-1} = T(X_l^T)."""
-    A, Ainv = random_pose(20 + k)
-    nu = random_nu(max(k, 1), 20 + k)
-    Xinv = inverse_blocks(Ainv, nu, k + 1)
-    dual = dual_blocks(Xinv)
-    assert_small(dual, Xinv.transpose(0, 2, 1), 0.0)
-    recursion = [Ainv.T]
-    for l in range(k):
-        recursion.append(sum(recursion[l - m] @ force_cross(nu[m]) for m in range(l + 1)) / (l + 1))
-    assert_small(dual, np.array(recursion))
-    X = blocks(A, nu, k + 1)
-    assert_small(toeplitz(dual) @ toeplitz(X.transpose(0, 2, 1)), np.eye(6 * (k + 1)))
-
-
-@pytest.mark.parametrize("k", ORDERS)
 def test_comprehensive_velocity_is_inverse_times_time_derivative(k):
     """X^{-1} d_t X = T([nu_0 x], ..., [nu_k x]) with d_t X := T((l+1) X_{l+1}), which needs
     the extra block X_{k+1} (§2.5)."""
@@ -237,18 +220,6 @@ def test_comprehensive_velocity_recovers_nu(seed, k):
 
 
 # --- CMTM blocks against Cauchy/FFT Taylor coefficients of A(t) --------------------------
-
-def complex_motion_transform(T):
-    """6x6 motion transforms (n, 6, 6) of homogeneous poses (n, 4, 4), any dtype."""
-    R, p = T[:, :3, :3], T[:, :3, 3]
-    px = np.zeros_like(R)
-    px[:, 0, 1], px[:, 0, 2], px[:, 1, 2] = -p[:, 2], p[:, 1], -p[:, 0]
-    px[:, 1, 0], px[:, 2, 0], px[:, 2, 1] = p[:, 2], -p[:, 1], p[:, 0]
-    A = np.zeros((len(T), 6, 6), dtype=T.dtype)
-    A[:, :3, :3] = A[:, 3:, 3:] = R
-    A[:, 3:, :3] = px @ R
-    return A
-
 
 class Trajectory:
     """q(t) = c_0 + c_1 t + ... + c_6 t^6 about t0 = 0, coefficients ~ 1/j!."""
@@ -273,28 +244,26 @@ CAUCHY = dict(radius=0.5, n_points=64)
 @pytest.mark.parametrize("name", ["chain3", "tree12", "panda"])
 def test_link_transform_derivatives_match_cauchy_taylor_of_naive_poses(request, name):
     """Engine link CMTM blocks (link_transform_derivatives / l!) = Taylor coefficients of
-    A_L(t) built from reference.link_poses_naive along q(t), k = 5 (§2.1, §2.4)."""
+    A_L(t) built from naive.link_transforms_naive along q(t), k = 5 (§2.1, §2.4)."""
     model = request.getfixturevalue(name)
     k = 5
     traj = Trajectory(model.nv, seed=7)
     X = taylor_from_raw(cmtm.link_transform_derivatives(model, traj.raw_stack(k + 1), order=k),
                         axis=0)
-    expected = reference.taylor_coefficients(
-        lambda t: complex_motion_transform(reference.link_poses_naive(model, traj(t))),
-        0.0, k, **CAUCHY)
+    expected = naive.taylor_coefficients(lambda t: naive.link_transforms_naive(model, traj(t)),
+                                         0.0, k, **CAUCHY)
     for l in range(k + 1):
         assert_small(X[l], expected[l], 1e-12, f"X_{l}")
 
 
 def cauchy_link(model, traj, link, k):
     """(A, nu_hat (k, 6), X_hat (k+1, 6, 6)) of one link from the naive references only."""
-    A = complex_motion_transform(reference.link_poses_naive(model, traj(0.0)))[link]
-    nu = reference.taylor_coefficients(
-        lambda t: reference.link_velocities_naive(model, traj(t), traj(t, 1))[link],
+    A = naive.link_transforms_naive(model, traj(0.0))[link]
+    nu = naive.taylor_coefficients(
+        lambda t: naive.link_velocities_naive(model, traj(t), traj(t, 1))[link],
         0.0, k - 1, **CAUCHY)
-    X = reference.taylor_coefficients(
-        lambda t: complex_motion_transform(reference.link_poses_naive(model, traj(t)))[link],
-        0.0, k, **CAUCHY)
+    X = naive.taylor_coefficients(lambda t: naive.link_transforms_naive(model, traj(t))[link],
+                                  0.0, k, **CAUCHY)
     return np.ascontiguousarray(A.real), np.ascontiguousarray(nu), X
 
 
@@ -316,6 +285,21 @@ def test_negative_control_raw_velocity_in_the_recursion_fails(tree12):
     errors = np.abs(wrong - expected).max(axis=(1, 2)) / scale
     assert np.all(errors[:3] < 1e-12), errors
     assert np.all(errors[3:] > 1e-3), errors
+
+
+@pytest.mark.parametrize("k", [1, 3, 5])
+def test_dual_cmtm_matches_cauchy_taylor_of_inverse_transpose(tree12, k):
+    """The dual CMTM built from A^{-1} and nu_hat of a distal link (cmtm_inverse_blocks, then
+    dual_blocks) holds the Taylor coefficients of A(t)^{-T}, the force transform, from the
+    naive poses (§2.3); T(X^*) inverts T(X_0^T, ..., X_k^T)."""
+    traj = Trajectory(tree12.nv, seed=3)
+    A, nu, X = cauchy_link(tree12, traj, tree12.nv - 1, k)
+    dual = dual_blocks(inverse_blocks(np.linalg.inv(A), nu, k + 1))
+    expected = naive.taylor_coefficients(
+        lambda t: np.linalg.inv(naive.link_transforms_naive(tree12, traj(t))[-1]).T,
+        0.0, k, **CAUCHY)
+    assert_small(dual, expected)
+    assert_small(toeplitz(dual) @ toeplitz(X.transpose(0, 2, 1)), np.eye(6 * (k + 1)))
 
 
 # --- §6.3 the tangent matrix W -----------------------------------------------------------

@@ -14,6 +14,10 @@ References, each named in the test names:
 * exact structure: the raw top blocks M(q) and J_b(q), exact zeros above the diagonal
   offset and in the columns of joints that do not support a row.
 
+The FD references run the engine's forward passes, which the Jacobian kernels share; the
+naive oracle of tests/test_oracle.py, which shares nothing with the engine, covers that
+blind spot (there, single-quantity calls; here, one multi-quantity call per case).
+
 Errors are max-abs / max|J_ref| ("relative") unless a test says otherwise.
 """
 import functools
@@ -29,7 +33,7 @@ import kinematic_trees as kt
 import pinocchio_ref
 from cmtm import reference
 from cmtm.api import jacobians as api_jacobians
-from conftest import random_stack
+from conftest import assert_close, random_stack, relative_error
 
 MODELS = ("chain3", "panda", "tree12")
 ORDERS = tuple(range(5))
@@ -38,18 +42,6 @@ LINK_ROWS = ("link_tangent", "link_velocity", "link_momentum", "link_momentum_wo
 JOINT_ROWS = ("joint_momentum_world", "joint_momentum", "joint_force", "joint_torque")
 OWN_JOINT_ROWS = ("joint_velocity", "joint_tangent")
 OFFSET = {name: cmtm.jacobian_input_orders(name, 0) - 1 for name in cmtm.QUANTITIES}
-
-
-def relative_error(actual, desired):
-    """max |actual - desired| / max |desired|, shapes equal."""
-    actual, desired = np.asarray(actual), np.asarray(desired)
-    assert actual.shape == desired.shape, (actual.shape, desired.shape)
-    return np.max(np.abs(actual - desired)) / np.max(np.abs(desired))
-
-
-def assert_close(actual, desired, rel):
-    error = relative_error(actual, desired)
-    assert error <= rel, f"relative error {error:.2e} > {rel:.0e}"
 
 
 # --- cached Jacobians: one engine call and one reference call per (model, order) ---
@@ -410,17 +402,6 @@ def test_reference_input_orders_match_engine():
     assert set(reference.FD_INPUT_OFFSET) == set(cmtm.QUANTITIES)
     for name in cmtm.QUANTITIES:
         assert cmtm.jacobian_input_orders(name, 3) == 4 + reference.FD_INPUT_OFFSET[name]
-
-
-@pytest.mark.parametrize("name", MODELS)
-def test_multi_quantity_call_equals_single_calls(computed, name):
-    """Same sums, only the truncation length of the shared pass differs: 1e-14."""
-    model, q_stack, engine, _, _ = computed(name, 2)
-    for quantity in cmtm.QUANTITIES:
-        single = cmtm.jacobian(model, q_stack, quantity, order=2)
-        assert single.shape == engine[quantity].shape
-        np.testing.assert_allclose(single, engine[quantity], rtol=0,
-                                   atol=1e-14 * np.max(np.abs(single)))
 
 
 def test_fd_multi_quantity_call_equals_single_calls(computed):

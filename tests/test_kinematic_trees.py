@@ -80,9 +80,14 @@ def test_add_link_rejects_duplicate_name():
 
 @pytest.mark.parametrize("inertia", [ROD, np.zeros((3, 3)), np.diag([1.0, 2.0, 3.0])])
 def test_add_link_accepts_triangle_boundary(inertia):
-    """A thin rod (I_xx = 0, I_yy = I_zz) sits exactly on the triangle-inequality boundary."""
+    """A thin rod (I_xx = 0, I_yy = I_zz) sits exactly on the triangle-inequality boundary:
+    accepted without an InertiaWarning (warnings are errors) and stored as given, not
+    projected (up to the symmetrization of the input: rounding ~1e-18)."""
     R = rpy_matrix((0.3, -1.2, 2.0))  # rotation adds rounding of ~1e-17 to the boundary case
-    arm_tree().add_link("arm2", mass=1.0, inertia=R @ inertia @ R.T)
+    tree = arm_tree()
+    tree.add_link("arm2", mass=1.0, inertia=R @ inertia @ R.T)
+    np.testing.assert_allclose(tree.graph.nodes["arm2"]["inertia"], R @ inertia @ R.T,
+                               rtol=0, atol=1e-15)
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -177,7 +182,8 @@ def test_lock_joint_composes_the_joint_motion():
 
 
 @pytest.mark.parametrize("name, position, message", [
-    ("shoulder", float("nan"), "joint 'shoulder': lock position is NaN"),
+    ("shoulder", float("nan"), "joint 'shoulder': lock position: expected finite numbers, "
+                                 "got nan"),
     ("nothing", 0.0, "joint 'nothing' does not exist"),
 ])
 def test_lock_joint_rejects(name, position, message):

@@ -3,17 +3,22 @@
 Every module under kinematic_trees/, cmtm/ and ioc/ is parsed (not imported), and every
 import statement, including those inside functions, is resolved to an absolute module name.
 The packages may be empty or not exist yet: the rules then hold trivially, and the checker
-itself is tested on small synthetic sources.
+itself is tested on small synthetic sources. cmtm/naive.py, the engine's independent oracle,
+imports numpy and math only, and cmtm.reference re-exports its functions unchanged.
 """
 import ast
 from pathlib import Path
 
 import pytest
 
+from cmtm import naive, reference
+
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = {"spatial", "taylor", "cmtm_matrix", "kinematics", "dynamics", "comprehensive", "rnea",
            "structured_jacobians", "torque_jacobian", "_jit"}
 KERNEL_ALLOWED = {"numpy", "numba", "math", "cmtm", "__future__"}
+NAIVE_ALLOWED = {"numpy", "math"}
+"""What cmtm/naive.py, the engine's independent oracle, may import: no engine module."""
 
 
 def imported_modules(source, module):
@@ -79,6 +84,19 @@ def test_kinematic_trees_imports_neither_cmtm_nor_ioc():
 
 def test_cmtm_imports_no_ioc_and_kernels_only_numpy_numba_math_cmtm():
     assert violations("cmtm", engine_allowed) == []
+
+
+def test_naive_references_import_only_numpy_and_math():
+    imported = imported_modules(modules_of("cmtm")["cmtm.naive"], "cmtm.naive")
+    assert "numpy" in imported
+    assert [name for name in imported if name.split(".")[0] not in NAIVE_ALLOWED] == []
+
+
+def test_reference_reexports_the_naive_references_unchanged():
+    """cmtm.reference's naive names are cmtm.naive's functions, not engine-backed copies."""
+    names = [name for name in reference.__all__ if hasattr(naive, name)]
+    assert "rnea_naive" in names and "taylor_coefficients" in names
+    assert all(getattr(reference, name) is getattr(naive, name) for name in names)
 
 
 def test_the_rules_catch_violations(tmp_path):

@@ -8,23 +8,24 @@ References:
   Pinocchio (kt.panda(), serial_chain(7), a 32-joint random tree with prismatic, fixed and
   branching joints);
 * every order up to 6: Taylor coefficients in time of the plain-numpy naive references of
-  cmtm.reference, taken by the Cauchy integral on a complex circle (FFT) along polynomial
+  cmtm.naive, taken by the Cauchy integral on a complex circle (FFT) along polynomial
   and trigonometric joint trajectories;
 * the textbook two-link arm (printed values);
-* internal consistency: orders nest, the fast path equals the full pass, world and local
-  joint momenta agree through the link transforms.
+* internal consistency: orders nest, world joint momenta are subtree sums; the fast path
+  (inverse_dynamics) and the full pass (motion) are each compared with the naive references
+  above, and every field up to order 8 in tests/test_oracle.py.
 """
 import math
 
 import numpy as np
 import pytest
-from conftest import random_stack
+from conftest import assert_close, random_stack, relative_error
 from robot_data import urdf_path
 
 import cmtm
 import kinematic_trees as kt
 import pinocchio_ref
-from cmtm import reference
+from cmtm import naive
 
 REL_PIN = 1e-10
 """Against Pinocchio: round-off of two different O(n) recursions over <= 36 links is
@@ -37,18 +38,6 @@ REL_SAME = 1e-12
 """Two evaluations of the same quantity by the engine (different orders or paths)."""
 PANDA_LOCK = {"panda_finger_joint1": 0.0, "panda_finger_joint2": 0.0}
 SAMPLES = 3
-
-
-def rel_error(actual, desired):
-    """max |actual - desired| / max |desired|, shapes equal."""
-    actual, desired = np.asarray(actual), np.asarray(desired)
-    assert actual.shape == desired.shape, (actual.shape, desired.shape)
-    return np.max(np.abs(actual - desired)) / np.max(np.abs(desired))
-
-
-def assert_close(actual, desired, rel, what=""):
-    error = rel_error(actual, desired)
-    assert error <= rel, f"{what}: relative error {error:.2e} > {rel:.0e}"
 
 
 # --- Pinocchio models ------------------------------------------------------------------
@@ -224,51 +213,9 @@ def taylor_models():
             "serial_chain7": kt.compile_tree(kt.serial_chain(7))}
 
 
-def world_force(R, p, h):
-    """A^* h = [R n + p x (R f); R f] per link: (n,3,3), (n,3), (n,6); any dtype."""
-    f = np.einsum("nij,nj->ni", R, h[:, 3:])
-    n = np.einsum("nij,nj->ni", R, h[:, :3]) + np.cross(p, f)
-    return np.concatenate([n, f], axis=1)
-
-
-def local_force(R, p, w_h):
-    """A^T w_h = A^{*-1} w_h = [R^T (n - p x f); R^T f] per link."""
-    n = np.einsum("nji,nj->ni", R, w_h[:, :3] - np.cross(p, w_h[:, 3:]))
-    f = np.einsum("nji,nj->ni", R, w_h[:, 3:])
-    return np.concatenate([n, f], axis=1)
-
-
-def subtree_sum(model, x):
-    """x_J[i] = sum of x[j] over the subtree range(i, subtree_end[i])."""
-    return np.array([x[i:model.subtree_end[i]].sum(axis=0) for i in range(model.nv)])
-
-
-def naive_quantities(model, q, qd, qdd):
-    """Every Motion field at one (possibly complex) time from the naive references only."""
-    poses = reference.link_poses_naive(model, q)
-    R, p = poses[:, :3, :3], poses[:, :3, 3]
-    v = reference.link_velocities_naive(model, q, qd)
-    a = reference.link_accelerations_naive(model, q, qd, qdd)
-    h_L = reference.link_momenta_naive(model, q, qd)
-    w_h_L = world_force(R, p, h_L)
-    w_h_J = subtree_sum(model, w_h_L)
-    # f_L = I (a - [0; R^T g]) + v x* (I v): the wrench other than gravity (base trick);
-    # model.spatial_inertia agrees with the reference momenta (tests/test_reference.py)
-    a_g = a.copy()
-    a_g[:, 3:] -= np.einsum("nji,j->ni", R, np.asarray(model.gravity))
-    I_a = np.einsum("nij,nj->ni", model.spatial_inertia, a_g)
-    w, u = v[:, :3], v[:, 3:]
-    f_L = I_a + np.concatenate([np.cross(w, h_L[:, :3]) + np.cross(u, h_L[:, 3:]),
-                                np.cross(w, h_L[:, 3:])], axis=1)
-    f_J = local_force(R, p, subtree_sum(model, world_force(R, p, f_L)))
-    return {"v_L": v, "h_L": h_L, "w_h_L": w_h_L, "h_J": local_force(R, p, w_h_J),
-            "w_h_J": w_h_J, "f_L": f_L, "f_J": f_J,
-            "tau": reference.rnea_naive(model, q, qd, qdd)}
-
-
 def raw_taylor(f, t0, order):
     """Raw derivatives f^(l)(t0), l = 0..order, by the Cauchy integral (l! times coefficient)."""
-    c = reference.taylor_coefficients(f, t0, order, radius=RADIUS, n_points=N_POINTS)
+    c = naive.taylor_coefficients(f, t0, order, radius=RADIUS, n_points=N_POINTS)
     factorial = np.array([math.factorial(l) for l in range(order + 1)])
     return c * factorial.reshape((-1,) + (1,) * (c.ndim - 1))
 
@@ -283,11 +230,11 @@ def taylor_case(request):
     model = taylor_models()[name]
     traj = Polynomial(model.nv, seed=1) if kind == "polynomial" else Trigonometric(model.nv, seed=2)
     q_stack = np.array([[traj.derivative(t0, r) for r in range(K_MAX + 3)] for t0 in T0])
-    fields = ("v_L", "h_L", "w_h_L", "h_J", "w_h_J", "f_L", "f_J", "tau")
+    fields = naive.MOTION_FIELDS
     expected = {field: [] for field in fields}
     for t0 in T0:
         def stacked(t):
-            values = naive_quantities(model, *(traj.derivative(t, r) for r in range(3)))
+            values = naive.motion_naive(model, *(traj.derivative(t, r) for r in range(3)))
             return np.concatenate([values[field].ravel() for field in fields])
         flat = raw_taylor(stacked, t0, K_MAX)
         start = 0
@@ -301,7 +248,7 @@ def taylor_case(request):
 
 def per_order_errors(actual, desired):
     """Relative error per derivative order (axis 1), each relative to that order's scale."""
-    return [rel_error(actual[:, l], desired[:, l]) for l in range(actual.shape[1])]
+    return [relative_error(actual[:, l], desired[:, l]) for l in range(actual.shape[1])]
 
 
 @pytest.mark.parametrize("k", [0, 1, 2, 3, 6])
@@ -339,25 +286,6 @@ def test_world_joint_momentum_is_subtree_sum_of_world_link_momenta(tree12):
         assert_close(mo.w_h_J[:, :, i], subtree, REL_SAME, f"link {i}")
 
 
-@pytest.mark.parametrize("name", ["tree12", "panda"])
-def test_local_joint_momentum_is_inverse_dual_transform_of_world(request, name):
-    """h_J = X^{*-1} w_h_J with X^{*-1} = T(X_0^T, ..., X_k^T) from the engine's link
-    transform derivatives (X_l = A^(l) / l!): local and world forms of the joint momentum
-    agree at every order (cmtm_math.md §2.3, §5)."""
-    model = request.getfixturevalue(name)
-    k = 4
-    q = random_stack(model, k + 2, n_samples=SAMPLES, seed=9)
-    mo = cmtm.motion(model, q, order=k, dynamics=False)
-    factorial = np.array([math.factorial(l) for l in range(k + 1)])
-    X = cmtm.link_transform_derivatives(model, q, order=k) / factorial[:, None, None, None]
-    w_hat = mo.w_h_J / factorial[:, None, None]
-    h_hat = np.zeros_like(w_hat)
-    for l in range(k + 1):
-        for m in range(l + 1):
-            h_hat[:, l] += np.einsum("snji,snj->sni", X[:, m], w_hat[:, l - m])
-    assert_close(h_hat * factorial[:, None, None], mo.h_J, REL_SAME, "h_J")
-
-
 # --- internal consistency ----------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["tree12", "panda"])
@@ -372,15 +300,6 @@ def test_order0_equals_row0_of_order_k(request, name):
         for field in ("v_L", "h_L", "w_h_L", "h_J", "w_h_J", "f_L", "f_J", "tau"):
             assert_close(getattr(low, field), getattr(full, field)[:, :j + 1], REL_SAME,
                          f"{field} order {j}")
-
-
-@pytest.mark.parametrize("name", ["tree12", "panda"])
-def test_inverse_dynamics_equals_motion_tau(request, name):
-    model = request.getfixturevalue(name)
-    q = random_stack(model, 7, n_samples=SAMPLES, seed=13)
-    for k in (0, 2, 4):
-        assert_close(cmtm.inverse_dynamics(model, q, order=k), cmtm.motion(model, q, order=k).tau,
-                     REL_SAME, f"order {k}")
 
 
 def test_extra_input_orders_are_ignored(panda):

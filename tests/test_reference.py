@@ -188,12 +188,16 @@ def test_pinocchio_urdf_order_is_permuted_to_ours(tmp_path):
 
 # --- closed forms and identities ---
 
-def test_tau_is_mass_matrix_times_qdd_plus_bias():
+def test_mass_matrix_is_the_kinetic_energy_form_of_link_velocities_and_momenta():
+    """qd^T M qd = sum_i v_i^T I_i v_i, so M[j, k] = sum_i v_i(e_j) . h_i(e_k) with v, h the
+    link velocities and momenta at unit joint velocities: the composite-rigid-body view,
+    from the forward pass alone, against the mass matrix from RNEA columns."""
     model = _case("random_tree30")[0]
-    q, qd, qdd = samples(model, count=1)[0]
-    bias = reference.rnea_naive(model, q, qd, np.zeros(model.nv))
-    assert_close(reference.rnea_naive(model, q, qd, qdd),
-                 reference.mass_matrix_naive(model, q) @ qdd + bias)
+    q = samples(model, count=1)[0][0]
+    unit = np.eye(model.nv)
+    v = reference.link_velocities_naive(model, q, unit)           # (nv, n, 6): one e_j per row
+    h = reference.link_momenta_naive(model, q, unit)
+    assert_close(reference.mass_matrix_naive(model, q), np.einsum("jnx,knx->jk", v, h))
 
 
 def test_link_accelerations_are_time_derivatives_of_velocities():
