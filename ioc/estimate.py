@@ -147,11 +147,11 @@ def sensitivity(trial, theta, w, evaluation=None):
     dtheta_w = np.zeros((n_c * nv, C.shape[0]))
     dtheta_w[free] = -chol.solve(C.T)
     start_rows, goal_rows = problem.fixed_rows
-    fixed_idx = np.concatenate([start_rows, goal_rows])[:, None] * nv + np.arange(nv)
-    fixed_idx = fixed_idx.ravel()
-    selector = np.zeros((len(fixed_idx), 2 * nv))
-    for k, (row, j) in enumerate(zip(fixed_idx // nv, fixed_idx % nv)):
-        selector[k, j if row in start_rows else nv + j] = 1.0
+    fixed_idx = (np.concatenate([start_rows, goal_rows])[:, None] * nv + np.arange(nv)).ravel()
+    # d theta_fixed / d(start, goal): every start row copies start, every goal row goal
+    eye = np.eye(nv)
+    selector = np.block([[np.tile(eye, (len(start_rows), 1)), np.zeros((len(start_rows) * nv, nv))],
+                         [np.zeros((len(goal_rows) * nv, nv)), np.tile(eye, (len(goal_rows), 1))]])
     coupling = band_columns(ev.band, fixed_idx)[free]
     dtheta_u = np.zeros((n_c * nv, 2 * nv))
     dtheta_u[fixed_idx] = selector
