@@ -1,34 +1,67 @@
-"""Is the engine competitive at order 0, and what does its Numba compilation cost?
+"""Is the engine competitive at order 0, how does it scale with threads, and what does its
+Numba compilation cost?
 
-Times the batched order-0 functions of cmtm per sample against Pinocchio (C++) called per
-sample from a Python loop, on the same models, in one run:
+One run prints four blocks, every number measured in that run:
 
-* cmtm.inverse_dynamics(order=0) vs pinocchio.rnea;
-* cmtm.mass_matrix vs pinocchio.crba;
-* cmtm.link_poses vs pinocchio.forwardKinematics (positions only);
-* cmtm.motion(order=0) (all outputs: velocities, momenta local and world, forces, torques),
-  which has no single Pinocchio counterpart and is shown for its cost next to the RNEA.
+1. The batched order-0 functions of cmtm per sample against Pinocchio (C++) called per
+   sample from a Python loop, on the Panda (nv = 7) and a 128-link serial chain, --samples
+   samples per call, one Numba thread (``numba.set_num_threads(1)`` around the calls;
+   Pinocchio is single-threaded):
 
-The Pinocchio models come from tests/pinocchio_ref.py ``to_pinocchio`` (our joint order,
-our inertias, our gravity), so both sides solve the same problem; the outputs are checked
-to agree to 1e-9 relative before anything is timed. Models: the Panda (nv = 7) and a
-128-link serial chain. Times are the best of R repeats after a warm-up; the Pinocchio loop
-includes Python's per-call overhead (about a microsecond), which is what a Python user
-pays. ``pin/cmtm`` > 1 means cmtm is faster.
+   * cmtm.inverse_dynamics(order=0) vs pinocchio.rnea;
+   * cmtm.mass_matrix vs pinocchio.crba;
+   * cmtm.link_poses vs pinocchio.forwardKinematics (positions only);
+   * cmtm.motion(order=0) (all outputs: velocities, momenta local and world, forces,
+     torques), which has no single Pinocchio counterpart and is shown for its cost next to
+     the RNEA.
 
-Compile columns (model-independent: Numba compiles per argument type, not per model):
-"cold s" is the first call in a fresh interpreter with an empty NUMBA_CACHE_DIR (a
-temporary directory), each function in its own interpreter so that it pays for every
-kernel it needs; "cached s" is the first call in a second interpreter reusing that
-directory (loading the cache). The warm import time of ``import cmtm, kinematic_trees``
-(best of N fresh interpreters, cache warm) is printed under the table.
+   Columns: cmtm us and pin us per sample; pin/cmtm (> 1: cmtm faster); rel err, the
+   largest difference relative to Pinocchio's largest entry (checked <= 1e-9 before
+   anything is timed); cold s and cached s, the function's row of block 4.
 
-Usage: python bench/bench_order0.py [--quick] [--samples N] [--repeats R] [--no-compile]
-       [--json PATH]
+2. The order-0 torque Jacobian: ``cmtm.jacobian(model, q_stack, "joint_torque", order=0)``
+   over --jacobian-samples (200) samples, ``J[s, 0, :, r, :] = d tau / d q^(r)``, against
+   ``pinocchio.computeRNEADerivatives(model, data, q, v, a)`` per sample, one thread, on the
+   Panda, ``serial_chain(32)`` and ``serial_chain(128)``. rel err is the largest over the
+   three blocks r of max |J_r - P_r| / max |P_r|, with P = data.dtau_dq, data.dtau_dv and
+   data.M (= dtau/da; Pinocchio fills its upper triangle only, so it is symmetrized);
+   checked <= 1e-9 before timing. cmtm/pin (< 1: cmtm faster) and the target of issue 11,
+   "within 2x of Pinocchio" (cmtm/pin <= 2), met or not met.
+
+3. Thread scaling: the same 200-sample torque Jacobian and ``cmtm.inverse_dynamics``
+   (order 0, --samples samples) on the Panda and ``serial_chain(32)`` with
+   ``numba.set_num_threads(t)`` for t = 1 .. numba.config.NUMBA_NUM_THREADS: us per sample,
+   speed-up over t = 1, and whether the result is bit-for-bit that of t = 1
+   (``np.array_equal``). Target of issue 11: the Jacobian >= 1.7x on 2 threads. Kernels
+   that are not parallel show a speed-up of about 1.
+
+4. Compile (model-independent: Numba compiles per argument type, not per model; all on the
+   Panda). "cold s" is the first call minus a second, steady call in a fresh interpreter
+   with an empty NUMBA_CACHE_DIR (a temporary directory), each case in its own interpreter
+   so that it pays for every kernel it needs; "cached s" is the same in a second
+   interpreter reusing that directory (loading the cache); "import s" is ``import cmtm,
+   kinematic_trees`` in the cold interpreter (the cached one under --quick or
+   --no-compile). One case per public function of cmtm (``__all__``), with the orders that
+   select different kernels (COMPILE_CASES); then "all public functions together" (every
+   case in one interpreter; target <= 20 s cold) and the command line ``cmtm
+   check-jacobians --model panda --order 2`` (CLI_ARGS, run as the ``cmtm`` entry point
+   ``ioc.cli:main``; its whole wall time including interpreter start and imports; target
+   <= 30 s cold; rel err is the largest structured-vs-FD difference it reports).
+
+Times are the best of R repeats after a warm-up; the Pinocchio loop includes Python's
+per-call overhead (about a microsecond), which is what a Python user pays. Under the
+blocks: the warm import time of ``import cmtm, kinematic_trees`` (best of N fresh
+interpreters, cache warm), the script's wall time and the 1-minute load average at its
+start and end (on a shared machine other processes take cores too), and a warning if the
+sources of cmtm, kinematic_trees or ioc changed during the run.
+
+Usage: python bench/bench_order0.py [--quick] [--samples N] [--jacobian-samples N]
+       [--repeats R] [--no-compile] [--json PATH]
 --quick: 200 samples, 3 repeats, no cold-compile subprocesses (under a minute); the
 "cached s" column then loads the project's own Numba cache.
 """
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -37,6 +70,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numba
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,27 +89,59 @@ AGREEMENT = 1e-9
 over 128 links in float64 agree to ~1e-13."""
 
 FUNCTIONS = ("inverse_dynamics", "mass_matrix", "link_poses", "motion")
+TORQUE_JACOBIAN = "jacobian joint_torque"
 
-FIRST_CALL = """
+JACOBIAN_RATIO_TARGET = 2.0
+"""Issue 11: the order-0 torque Jacobian within 2x of Pinocchio's computeRNEADerivatives."""
+SPEEDUP_TARGET = (2, 1.7)
+"""Issue 11: the 200-sample torque Jacobian >= 1.7x faster on 2 threads than on 1."""
+
+COMPILE_CASES = {
+    "inverse_dynamics": "cmtm.inverse_dynamics(model, q_stack, order=0)",
+    "inverse_dynamics order 1": "cmtm.inverse_dynamics(model, q_stack, order=1)",
+    "mass_matrix": "cmtm.mass_matrix(model, q_stack[:, 0])",
+    "link_poses": "cmtm.link_poses(model, q_stack[:, 0])",
+    "link_transform_derivatives": "cmtm.link_transform_derivatives(model, q_stack, order=1)",
+    "motion": "cmtm.motion(model, q_stack, order=0)",
+    TORQUE_JACOBIAN: "cmtm.jacobian(model, q_stack, 'joint_torque', order=0)",
+    "jacobian link_velocity order 1": "cmtm.jacobian(model, q_stack, 'link_velocity', order=1)",
+    "jacobians 3 quantities order 1": (
+        "cmtm.jacobians(model, q_stack, ('link_velocity', 'link_momentum', 'joint_torque'), "
+        "order=1)"),
+    "jacobian_chunks order 1": (
+        "list(cmtm.jacobian_chunks(model, q_stack, ('joint_force', 'joint_torque'), order=1, "
+        "chunk=2))"),
+    "flatten_jacobian": "cmtm.flatten_jacobian(np.ones((4, 2, 7, 4, 7)), taylor=True)",
+}
+"""Compile cases: name -> the call, on the Panda with q_stack (4, 5, nv) (orders enough for
+torques of order 2). The cheap helpers of ``__all__`` (jacobian_input_orders,
+jacobians_nbytes, memory_budget) run no kernel and are left out."""
+ALL_TOGETHER = "all public functions together"
+ALL_TOGETHER_TARGET = 20.0
+CLI_ARGS = ("check-jacobians", "--model", "panda", "--order", "2")
+CLI_CASE = "cmtm " + " ".join(CLI_ARGS)
+CLI_TARGET = 30.0
+
+FIRST_CALLS = """
 import json, sys, time
 sys.path.insert(0, {root!r})
+start = time.perf_counter()
 import numpy as np
 import cmtm, kinematic_trees as kt
+import_s = time.perf_counter() - start
 model = kt.compile_tree(kt.panda())
-q_stack = np.random.default_rng(0).uniform(-1, 1, (4, 3, model.nv))
-call = {{
-    "inverse_dynamics": lambda: cmtm.inverse_dynamics(model, q_stack, order=0),
-    "mass_matrix": lambda: cmtm.mass_matrix(model, q_stack[:, 0]),
-    "link_poses": lambda: cmtm.link_poses(model, q_stack[:, 0]),
-    "motion": lambda: cmtm.motion(model, q_stack, order=0),
-}}[{function!r}]
-start = time.perf_counter()
-call()
-first = time.perf_counter() - start
-start = time.perf_counter()
-call()
-print(json.dumps({{"first": first, "steady": time.perf_counter() - start}}))
+q_stack = np.random.default_rng(0).uniform(-1, 1, (4, 5, model.nv))
+def calls():
+{calls}
+seconds = []
+for _ in range(2):
+    start = time.perf_counter()
+    calls()
+    seconds.append(time.perf_counter() - start)
+print(json.dumps({{"import": import_s, "first": seconds[0], "steady": seconds[1]}}))
 """
+
+CLI = "import sys; sys.path.insert(0, {root!r}); from ioc.cli import main; sys.exit(main())"
 
 IMPORT = """
 import sys, time
@@ -88,43 +154,99 @@ print(time.perf_counter() - start)
 
 # --- compile and import times (subprocesses) ---
 
-def run_python(code, cache_dir=None):
-    """stdout's last line of ``python -c code``, with NUMBA_CACHE_DIR set if given."""
+def run_python(code, cache_dir=None, args=()):
+    """stdout of ``python -c code *args``, with NUMBA_CACHE_DIR set if given."""
     env = dict(os.environ)
     if cache_dir is not None:
         env["NUMBA_CACHE_DIR"] = cache_dir
-    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+    result = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True,
                             text=True, cwd=tempfile.gettempdir())
     if result.returncode != 0:
-        raise RuntimeError(f"subprocess failed:\n{result.stderr}")
-    return result.stdout.strip().splitlines()[-1]
+        raise RuntimeError(f"subprocess failed:\n{result.stdout}\n{result.stderr}")
+    return result.stdout
 
 
-def first_call_seconds(function, cache_dir):
-    """First-call time minus a steady call of cmtm.<function> in a fresh interpreter."""
-    times = json.loads(run_python(FIRST_CALL.format(root=str(ROOT), function=function),
-                                  cache_dir))
-    return times["first"] - times["steady"]
+def first_calls(calls, cache_dir):
+    """{"import", "compile"} seconds of a fresh interpreter making ``calls`` (expressions of
+    COMPILE_CASES): the import, and the first calls minus a second, steady round."""
+    code = FIRST_CALLS.format(root=str(ROOT), calls="\n".join(f"    {c}" for c in calls))
+    times = json.loads(run_python(code, cache_dir).splitlines()[-1])
+    return {"import": times["import"], "compile": times["first"] - times["steady"]}
 
 
-def compile_seconds(function, cold):
-    """(cold, cached) first-call seconds of cmtm.<function> in fresh interpreters.
+def cli_run(cache_dir):
+    """{"wall", "rel_diff"}: wall seconds of ``cmtm CLI_ARGS --json`` in a fresh interpreter
+    and the largest structured-vs-FD difference it reports (SystemExit if it fails)."""
+    start = time.perf_counter()
+    try:
+        out = run_python(CLI.format(root=str(ROOT)), cache_dir, CLI_ARGS + ("--json",))
+    except RuntimeError as error:
+        raise SystemExit(f"{CLI_CASE} failed: {error}") from None
+    wall = time.perf_counter() - start
+    return {"wall": wall, "rel_diff": max(row["rel_diff"] for row in json.loads(out)["rows"])}
+
+
+def cold_and_cached(measure, cold):
+    """(cold, cached) results of ``measure(cache_dir)`` in fresh interpreters.
 
     cold: an empty temporary NUMBA_CACHE_DIR, then a second interpreter loading that cache.
     Without cold, (None, cached) with the project's own (already warm) cache.
     """
     if not cold:
-        return None, first_call_seconds(function, None)
+        return None, measure(None)
     with tempfile.TemporaryDirectory(prefix="cmtm-numba-cache-") as cache_dir:
-        return first_call_seconds(function, cache_dir), first_call_seconds(function, cache_dir)
+        return measure(cache_dir), measure(cache_dir)
+
+
+def compile_row(case, calls, cold):
+    """Row of block 4 for a case making ``calls`` in fresh interpreters."""
+    first, cached = cold_and_cached(lambda cache_dir: first_calls(calls, cache_dir), cold)
+    return {"case": case, "import_s": (first or cached)["import"],
+            "cold_s": None if first is None else first["compile"],
+            "cached_s": cached["compile"], "max_rel_error": None}
+
+
+def compile_rows(cold):
+    """Rows of block 4: every case of COMPILE_CASES, all of them together, the CLI."""
+    rows = [compile_row(case, [call], cold) for case, call in COMPILE_CASES.items()]
+    rows.append(compile_row(ALL_TOGETHER, list(COMPILE_CASES.values()), cold))
+    rows[-1]["target_s"] = ALL_TOGETHER_TARGET
+    first, cached = cold_and_cached(cli_run, cold)
+    rows.append({"case": CLI_CASE, "import_s": None,
+                 "cold_s": None if first is None else first["wall"], "cached_s": cached["wall"],
+                 "max_rel_error": max(run["rel_diff"] for run in (first, cached) if run),
+                 "target_s": CLI_TARGET})
+    for row in rows:
+        row["target"] = (None if row.get("target_s") is None or row["cold_s"] is None
+                         else verdict(row["cold_s"] <= row["target_s"]))
+    return rows
+
+
+def sources_modified():
+    """Latest modification time of the engine's and the command line's sources: compile
+    numbers mix versions when another edit lands during the run."""
+    return max(path.stat().st_mtime for package in ("cmtm", "kinematic_trees", "ioc")
+               for path in (ROOT / package).glob("*.py"))
 
 
 def import_seconds(repeats):
     """Best of ``repeats`` warm imports of cmtm and kinematic_trees in fresh interpreters."""
-    return min(float(run_python(IMPORT.format(root=str(ROOT)))) for _ in range(repeats))
+    return min(float(run_python(IMPORT.format(root=str(ROOT))).splitlines()[-1])
+               for _ in range(repeats))
 
 
 # --- per-sample timing ---
+
+@contextlib.contextmanager
+def numba_threads(n):
+    """Run the block with ``n`` Numba threads, then restore the previous number."""
+    previous = numba.get_num_threads()
+    numba.set_num_threads(n)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)
+
 
 def best_seconds(call, repeats):
     """Best wall time of ``repeats`` calls after one warm-up call."""
@@ -140,6 +262,42 @@ def best_seconds(call, repeats):
 def relative_error(actual, desired):
     """max |actual - desired| / max |desired|."""
     return float(np.max(np.abs(actual - desired)) / np.max(np.abs(desired)))
+
+
+def max_relative_error(function, ours, theirs):
+    """relative_error; for the torque Jacobian the largest over its blocks d tau / d q^(r),
+    each relative to its own largest entry."""
+    if function != TORQUE_JACOBIAN:
+        return relative_error(ours, theirs)
+    return max(relative_error(ours[:, :, r], theirs[:, :, r]) for r in range(ours.shape[2]))
+
+
+def verdict(met):
+    return "met" if met else "not met"
+
+
+def symmetrized(upper):
+    """The symmetric matrix whose upper triangle is that of ``upper`` (crba,
+    computeRNEADerivatives' data.M)."""
+    return np.triu(upper) + np.triu(upper, 1).T
+
+
+def random_stack(rng, n_samples, nv):
+    """Raw stack (n_samples, 3, nv): q, q', q'' uniform in [-1, 1]."""
+    return rng.uniform(-1.0, 1.0, (n_samples, 3, nv))
+
+
+def cmtm_calls(model, q_stack):
+    """The cmtm calls, by function name, returning results in Pinocchio's per-sample layout
+    (the torque Jacobian as (n_samples, nv, 3, nv))."""
+    q = np.ascontiguousarray(q_stack[:, 0])
+    return {
+        "inverse_dynamics": lambda: cmtm.inverse_dynamics(model, q_stack, order=0)[:, 0],
+        "mass_matrix": lambda: cmtm.mass_matrix(model, q),
+        "link_poses": lambda: cmtm.link_poses(model, q),
+        "motion": lambda: cmtm.motion(model, q_stack, order=0),
+        TORQUE_JACOBIAN: lambda: cmtm.jacobian(model, q_stack, "joint_torque", order=0)[:, 0],
+    }
 
 
 def pinocchio_calls(pin_model, q_stack):
@@ -161,6 +319,10 @@ def pinocchio_calls(pin_model, q_stack):
         for i in range(n):
             pinocchio.forwardKinematics(pin_model, data, q[i])
 
+    def rnea_derivatives():
+        for i in range(n):
+            pinocchio.computeRNEADerivatives(pin_model, data, q[i], v[i], a[i])
+
     def outputs(function):
         """Pinocchio's result for every sample, in cmtm's layout (for the agreement check)."""
         result = []
@@ -168,78 +330,156 @@ def pinocchio_calls(pin_model, q_stack):
             if function == "inverse_dynamics":
                 result.append(pinocchio.rnea(pin_model, data, q[i], v[i], a[i]).copy())
             elif function == "mass_matrix":
-                upper = np.triu(pinocchio.crba(pin_model, data, q[i]))
-                result.append(upper + np.triu(upper, 1).T)   # crba fills the upper triangle
+                result.append(symmetrized(pinocchio.crba(pin_model, data, q[i])))
+            elif function == TORQUE_JACOBIAN:
+                pinocchio.computeRNEADerivatives(pin_model, data, q[i], v[i], a[i])
+                result.append(np.stack([data.dtau_dq, data.dtau_dv, symmetrized(data.M)],
+                                       axis=1))
             else:
                 pinocchio.forwardKinematics(pin_model, data, q[i])
                 result.append([data.oMi[j].homogeneous for j in joints])
         return np.array(result)
 
-    return {"inverse_dynamics": rnea, "mass_matrix": crba,
-            "link_poses": forward_kinematics}, outputs
+    return {"inverse_dynamics": rnea, "mass_matrix": crba, "link_poses": forward_kinematics,
+            TORQUE_JACOBIAN: rnea_derivatives}, outputs
 
 
-def time_model(name, model, n_samples, repeats, rng):
-    """Rows (model, nv, function, cmtm s/sample, pinocchio s/sample or None, error)."""
-    pin_model = to_pinocchio(model)
-    q_stack = rng.uniform(-1.0, 1.0, (n_samples, 3, model.nv))
-    q = np.ascontiguousarray(q_stack[:, 0])
-    cmtm_calls = {
-        "inverse_dynamics": lambda: cmtm.inverse_dynamics(model, q_stack, order=0),
-        "mass_matrix": lambda: cmtm.mass_matrix(model, q),
-        "link_poses": lambda: cmtm.link_poses(model, q),
-        "motion": lambda: cmtm.motion(model, q_stack, order=0),
-    }
-    pin_calls, pin_outputs = pinocchio_calls(pin_model, q_stack)
+def compare(name, model, q_stack, functions, repeats):
+    """Rows (model, nv, function, cmtm s/sample, pinocchio s/sample or None, error), one
+    Numba thread; SystemExit if a result differs from Pinocchio's."""
+    calls = cmtm_calls(model, q_stack)
+    pin_calls, pin_outputs = pinocchio_calls(to_pinocchio(model), q_stack)
+    n_samples = len(q_stack)
     rows = []
-    for function in FUNCTIONS:
-        error = None
-        if function in pin_calls:
-            ours = cmtm_calls[function]()
-            ours = ours[:, 0] if function == "inverse_dynamics" else ours
-            error = relative_error(ours, pin_outputs(function))
-            if not error <= AGREEMENT:
-                raise SystemExit(f"{name} {function}: cmtm and Pinocchio differ by {error:.2e} "
-                                 f"relative (> {AGREEMENT:.0e}); not timing a wrong result")
-        ours_s = best_seconds(cmtm_calls[function], repeats) / n_samples
-        pin_s = (best_seconds(pin_calls[function], repeats) / n_samples
-                 if function in pin_calls else None)
-        rows.append({"model": name, "nv": model.nv, "function": function,
-                     "cmtm_us": 1e6 * ours_s, "pinocchio_us": None if pin_s is None else 1e6 * pin_s,
-                     "pin_over_cmtm": None if pin_s is None else pin_s / ours_s,
-                     "max_rel_error": error})
+    with numba_threads(1):
+        for function in functions:
+            error = None
+            if function in pin_calls:
+                error = max_relative_error(function, calls[function](), pin_outputs(function))
+                if not error <= AGREEMENT:
+                    raise SystemExit(f"{name} {function}: cmtm and Pinocchio differ by "
+                                     f"{error:.2e} relative (> {AGREEMENT:.0e}); not timing "
+                                     f"a wrong result")
+            ours_s = best_seconds(calls[function], repeats) / n_samples
+            pin_s = (best_seconds(pin_calls[function], repeats) / n_samples
+                     if function in pin_calls else None)
+            rows.append({"model": name, "nv": model.nv, "function": function,
+                         "samples": n_samples, "cmtm_us": 1e6 * ours_s,
+                         "pinocchio_us": None if pin_s is None else 1e6 * pin_s,
+                         "pin_over_cmtm": None if pin_s is None else pin_s / ours_s,
+                         "max_rel_error": error})
     return rows
 
+
+def jacobian_rows(models, n_samples, repeats, rng):
+    """Block 2: the torque Jacobian vs computeRNEADerivatives, with the 2x target."""
+    rows = [row for name, model in models.items()
+            for row in compare(name, model, random_stack(rng, n_samples, model.nv),
+                               (TORQUE_JACOBIAN,), repeats)]
+    for row in rows:
+        row["cmtm_over_pin"] = 1.0 / row["pin_over_cmtm"]
+        row["target"] = verdict(row["cmtm_over_pin"] <= JACOBIAN_RATIO_TARGET)
+    return rows
+
+
+def thread_scaling(name, model, function, q_stack, repeats):
+    """Block 3 rows of one model and function for 1 .. NUMBA_NUM_THREADS threads."""
+    call = cmtm_calls(model, q_stack)[function]
+    rows = []
+    for threads in range(1, numba.config.NUMBA_NUM_THREADS + 1):
+        with numba_threads(threads):
+            result = call()
+            seconds = best_seconds(call, repeats)
+        if threads == 1:
+            one_thread, one_thread_s = result, seconds
+        speedup = one_thread_s / seconds
+        target = None
+        if function == TORQUE_JACOBIAN and threads == SPEEDUP_TARGET[0]:
+            target = verdict(speedup >= SPEEDUP_TARGET[1])
+        rows.append({"model": name, "nv": model.nv, "function": function,
+                     "samples": len(q_stack), "threads": threads,
+                     "cmtm_us": 1e6 * seconds / len(q_stack), "speedup": speedup,
+                     "identical": bool(np.array_equal(result, one_thread)), "target": target})
+    return rows
+
+
+def thread_rows(models, jacobian_samples, samples, repeats, rng):
+    """Block 3: the torque Jacobian and inverse dynamics over the thread counts."""
+    rows = []
+    for name, model in models.items():
+        for function, n_samples in ((TORQUE_JACOBIAN, jacobian_samples),
+                                    ("inverse_dynamics", samples)):
+            q_stack = random_stack(rng, n_samples, model.nv)
+            rows += thread_scaling(name, model, function, q_stack, repeats)
+    return rows
+
+
+# --- output ---
 
 def cell(value, fmt, width):
     return f"{'-' if value is None else format(value, fmt):>{width}s}"
 
 
-def print_table(rows, args, import_s, wall_s):
-    print(f"Order-0 cmtm (batched, {args.samples} samples per call) vs Pinocchio "
-          f"{pinocchio.__version__} (per-sample Python loop); best of {args.repeats}; "
-          f"us/sample; pin/cmtm > 1: cmtm faster")
-    print("compile columns: first call minus a steady call, Panda, fresh interpreter; cold: "
-          "empty NUMBA_CACHE_DIR, cached: " + ("that cache warm" if args.cold else
-                                               "the project's warm cache (--quick: no cold)"))
-    header = (f"{'model':17s} {'nv':>3s}  {'function':17s} {'cmtm us':>9s} {'pin us':>9s} "
-              f"{'pin/cmtm':>8s} {'rel err':>8s} {'cold s':>7s} {'cached s':>8s}")
-    print(header)
+def print_rows(title, columns, rows):
+    """A titled block: columns are (header, row key, format, width); '' formats a string."""
+    print(title)
+    header = " ".join(f"{h:{'<' if f == '' else '>'}{w}s}" for h, _, f, w in columns)
+    print(header.rstrip())
     print("-" * len(header))
     for row in rows:
-        print(f"{row['model']:17s} {row['nv']:3d}  {row['function']:17s} "
-              f"{cell(row['cmtm_us'], '.2f', 9)} {cell(row['pinocchio_us'], '.2f', 9)} "
-              f"{cell(row['pin_over_cmtm'], '.2f', 8)} {cell(row['max_rel_error'], '.0e', 8)} "
-              f"{cell(row['cold_s'], '.1f', 7)} {cell(row['cached_s'], '.2f', 8)}")
-    print(f"warm import of cmtm + kinematic_trees: {1e3 * import_s:.0f} ms (best of "
-          f"{args.import_repeats} fresh interpreters); script wall time {wall_s:.0f} s")
+        print(" ".join(f"{'-' if row.get(key) is None else str(row[key]):<{w}s}" if f == ""
+                       else cell(row.get(key), f, w) for _, key, f, w in columns).rstrip())
+    print()
+
+
+def print_tables(blocks, args):
+    rows, jacobians, threads, compiles = blocks
+    print_rows(
+        f"1. Order-0 cmtm (batched, {args.samples} samples per call, 1 Numba thread) vs "
+        f"Pinocchio {pinocchio.__version__} (per-sample Python loop); best of {args.repeats}; "
+        f"us/sample; pin/cmtm > 1: cmtm faster; cold/cached s: block 4",
+        [("model", "model", "", 17), ("nv", "nv", "d", 3), ("function", "function", "", 17),
+         ("cmtm us", "cmtm_us", ".2f", 9), ("pin us", "pinocchio_us", ".2f", 9),
+         ("pin/cmtm", "pin_over_cmtm", ".2f", 8), ("rel err", "max_rel_error", ".0e", 8),
+         ("cold s", "cold_s", ".1f", 7), ("cached s", "cached_s", ".2f", 8)], rows)
+    print_rows(
+        f"2. Order-0 torque Jacobian, cmtm.jacobian(..., 'joint_torque', order=0) over "
+        f"{args.jacobian_samples} samples vs pinocchio.computeRNEADerivatives per sample, "
+        f"1 thread; target cmtm/pin <= {JACOBIAN_RATIO_TARGET:g}",
+        [("model", "model", "", 17), ("nv", "nv", "d", 3), ("cmtm us", "cmtm_us", ".2f", 9),
+         ("pin us", "pinocchio_us", ".2f", 9), ("cmtm/pin", "cmtm_over_pin", ".2f", 8),
+         ("rel err", "max_rel_error", ".0e", 8), ("target", "target", "", 7)], jacobians)
+    print_rows(
+        f"3. Thread scaling, numba.set_num_threads(t), t = 1..{numba.config.NUMBA_NUM_THREADS} "
+        f"({numba.threading_layer()} layer); speedup vs 1 thread; identical: np.array_equal "
+        f"with 1 thread; target: the Jacobian >= {SPEEDUP_TARGET[1]:g}x on "
+        f"{SPEEDUP_TARGET[0]} threads",
+        [("model", "model", "", 17), ("nv", "nv", "d", 3), ("function", "function", "", 22),
+         ("samples", "samples", "d", 7), ("threads", "threads", "d", 7),
+         ("cmtm us", "cmtm_us", ".2f", 9), ("speedup", "speedup", ".2f", 7),
+         ("identical", "identical", "", 9), ("target", "target", "", 7)], threads)
+    print_rows(
+        "4. Compile, Panda, fresh interpreters: cold s = first call minus a steady call with "
+        "an empty NUMBA_CACHE_DIR" + ("" if args.cold else " (not measured: --quick or "
+                                      "--no-compile)")
+        + ", cached s = the same loading " + ("that cache" if args.cold else
+                                              "the project's warm cache")
+        + f"; the CLI row is its whole wall time; targets: together <= {ALL_TOGETHER_TARGET:g} "
+          f"s, CLI <= {CLI_TARGET:g} s (cold)",
+        [("case", "case", "", 44), ("import s", "import_s", ".2f", 8),
+         ("cold s", "cold_s", ".1f", 7), ("cached s", "cached_s", ".2f", 8),
+         ("rel err", "max_rel_error", ".0e", 8), ("target s", "target_s", "g", 8),
+         ("target", "target", "", 7)], compiles)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="200 samples, 3 repeats, no cold-compile subprocesses")
-    parser.add_argument("--samples", type=int, default=None, help="samples per call (1000)")
+    parser.add_argument("--samples", type=int, default=None,
+                        help="samples per call of blocks 1 and 3's inverse dynamics (1000)")
+    parser.add_argument("--jacobian-samples", type=int, default=200,
+                        help="samples per torque Jacobian call (%(default)s)")
     parser.add_argument("--repeats", type=int, default=None, help="timed repeats (7)")
     parser.add_argument("--no-compile", action="store_true",
                         help="skip the cold-compile subprocesses (cached load still timed)")
@@ -249,24 +489,43 @@ def main():
     args.repeats = args.repeats or (3 if args.quick else 7)
     args.import_repeats = 3 if args.quick else 7
     cold = args.cold = not (args.quick or args.no_compile)
-    start = time.perf_counter()
+    start, load_start, sources = time.perf_counter(), os.getloadavg()[0], sources_modified()
 
     rng = np.random.default_rng(0)
-    models = {"panda": kt.compile_tree(kt.panda()),
-              "serial_chain(128)": kt.compile_tree(kt.serial_chain(128))}
-    rows = [row for name, model in models.items()
-            for row in time_model(name, model, args.samples, args.repeats, rng)]
+    models = {name: kt.compile_tree(tree) for name, tree in (
+        ("panda", kt.panda()), ("serial_chain(32)", kt.serial_chain(32)),
+        ("serial_chain(128)", kt.serial_chain(128)))}
+    rows = [row for name in ("panda", "serial_chain(128)")
+            for row in compare(name, models[name], random_stack(rng, args.samples,
+                                                                models[name].nv),
+                               FUNCTIONS, args.repeats)]
+    jacobians = jacobian_rows(models, args.jacobian_samples, args.repeats, rng)
+    threads = thread_rows({name: models[name] for name in ("panda", "serial_chain(32)")},
+                          args.jacobian_samples, args.samples, args.repeats, rng)
     # After the timings, which leave the project's own cache warm for the --quick variant.
-    compile_columns = {function: compile_seconds(function, cold) for function in FUNCTIONS}
+    compiles = compile_rows(cold)
+    by_case = {row["case"]: row for row in compiles}
     for row in rows:
-        row["cold_s"], row["cached_s"] = compile_columns[row["function"]]
+        row["cold_s"], row["cached_s"] = (by_case[row["function"]][key]
+                                          for key in ("cold_s", "cached_s"))
     import_s = import_seconds(args.import_repeats)
     wall_s = time.perf_counter() - start
-    print_table(rows, args, import_s, wall_s)
+    load = (load_start, os.getloadavg()[0])
+    print_tables((rows, jacobians, threads, compiles), args)
+    print(f"warm import of cmtm + kinematic_trees: {1e3 * import_s:.0f} ms (best of "
+          f"{args.import_repeats} fresh interpreters); script wall time {wall_s:.0f} s; "
+          f"1-minute load average {load[0]:.2f} at the start, {load[1]:.2f} at the end "
+          f"({os.cpu_count()} cores)")
+    changed = sources_modified() != sources
+    if changed:
+        print("warning: sources of cmtm, kinematic_trees or ioc changed during the run; its "
+              "numbers (cached loads above all) may mix versions")
     if args.json is not None:
-        args.json.write_text(json.dumps({"rows": rows, "import_s": import_s,
-                                         "samples": args.samples, "repeats": args.repeats,
-                                         "wall_s": wall_s}, indent=2))
+        args.json.write_text(json.dumps({
+            "rows": rows, "jacobian_rows": jacobians, "thread_rows": threads,
+            "compile_rows": compiles, "import_s": import_s, "samples": args.samples,
+            "jacobian_samples": args.jacobian_samples, "repeats": args.repeats,
+            "wall_s": wall_s, "load_average": load, "sources_changed": changed}, indent=2))
 
 
 if __name__ == "__main__":

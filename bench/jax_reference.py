@@ -53,7 +53,7 @@ import jax.numpy as jnp  # noqa: E402  (x64 must be switched on before any array
 import numpy as np  # noqa: E402
 from jax.experimental.jet import jet  # noqa: E402
 
-REVOLUTE = 0
+from kinematic_trees.joint_types import JOINT_REVOLUTE  # noqa: E402
 
 
 class StaticTree:
@@ -78,7 +78,7 @@ class StaticTree:
         """S_i (6,): [a; 0] for a revolute joint, [0; a] for a prismatic one."""
         zero = np.zeros(3)
         a = self.axis[i]
-        return np.concatenate([a, zero] if self.joint_type[i] == REVOLUTE else [zero, a])
+        return np.concatenate([a, zero] if self.joint_type[i] == JOINT_REVOLUTE else [zero, a])
 
 
 # --- spatial algebra as constant 6x6 matrices (cmtm_math.md §1.1) ---
@@ -122,7 +122,7 @@ def _transform_up(tree, i, q_i):
     """
     K = _motion_cross_matrix(tree.screw(i))
     X0inv = _inverse_placement(tree.placement_R[i], tree.placement_p[i])
-    if tree.joint_type[i] == REVOLUTE:
+    if tree.joint_type[i] == JOINT_REVOLUTE:
         return X0inv - jnp.sin(q_i) * (K @ X0inv) + (1.0 - jnp.cos(q_i)) * (K @ K @ X0inv)
     return X0inv - q_i * (K @ X0inv)
 

@@ -1,19 +1,60 @@
 """Batched comprehensive passes: one call runs the forward and backward sweeps of
 cmtm_math.md §4-§5 for every time sample (the loop over samples lives in the kernel).
 
-Inputs and outputs are Taylor-scaled; ``cmtm.api`` converts to raw derivatives.
+Inputs and outputs are Taylor-scaled; ``cmtm.api`` converts to raw derivatives. The
+samples are split into contiguous chunks, one per thread (``cmtm.api.run_chunks``), each
+with its own slot of the work arrays of :class:`MotionWorkspace`, so results do not
+depend on the chunking; no kernel allocates per sample.
 
 Two velocity passes share the relative CMTMs (§3.3): a gravity-free pass for the
 kinematic outputs (link velocities and momenta, whose derivatives must not contain the
 fictitious base motion) and a pass with the base-acceleration trick for forces and torques.
 """
+from typing import NamedTuple
+
 import numpy as np
 
 from cmtm._jit import jit
 from cmtm.dynamics import force_from_momentum, joint_torque, momentum_stacks, world_momentum
-from cmtm.kinematics import (joint_geometry, link_cmtm_inverse_pass, link_cmtm_pass,
-                             relative_cmtm_inverse, root_velocity_stack, velocity_pass)
+from cmtm.kernel_model import borrowed
+from cmtm.kinematics import (joint_constants, joint_geometry, link_cmtm_inverse_pass,
+                             link_cmtm_pass, relative_cmtm_inverse, velocity_pass)
 from cmtm.rnea import link_pose_in_parent
+
+
+class MotionWorkspace(NamedTuple):
+    """Arrays of :func:`motion_kernel` for n links and order k (K = k+2 CMTM orders with
+    dynamics, else k+1). S ... root are shared by every chunk and filled once by
+    :func:`motion_workspace`; the others have a leading chunk axis, slot c for chunk c of
+    the samples (shapes below per slot)."""
+
+    S: np.ndarray           # (n, 6) joint screws
+    A0inv: np.ndarray       # (n, 6, 6) inverse joint placements
+    root: np.ndarray        # (2, k+2, 6) base velocity stacks: at rest, gravity trick (§3.3)
+    Xup: np.ndarray         # (n, K, 6, 6) relative CMTMs
+    XJinv: np.ndarray       # (K, 6, 6) joint CMTM inverse of one joint
+    sin_q: np.ndarray       # (K,) its sin and cos jets
+    cos_q: np.ndarray       # (K,)
+    skew_axis: np.ndarray   # (3, 3) [a x] of its axis
+    kin: np.ndarray         # (5, n, k+1, 6) v_L, h_L, w_h_L, h_J, w_h_J (link-major)
+    Xinv_L: np.ndarray      # (n, k+1, 6, 6) link CMTM inverses
+    dyn: np.ndarray         # (3, n, k+2, 6) nu, h_L, h_J of the gravity pass
+    dyn_f: np.ndarray       # (2, n, k+1, 6) f_L, f_J (link-major)
+
+
+def motion_workspace(model, order, dynamics, n_chunks):
+    """A :class:`MotionWorkspace` for the KernelModel ``model``, order k, with or without
+    ``dynamics``, and n_chunks chunks."""
+    n, k1 = model.parent.shape[0], order + 1
+
+    def slots(*shape):
+        return np.zeros((n_chunks,) + shape)
+    S, A0inv, root = joint_constants(model, k1 + 1)
+    K = k1 + 1 if dynamics else k1
+    return MotionWorkspace(
+        S=S, A0inv=A0inv, root=root, Xup=slots(n, K, 6, 6), XJinv=slots(K, 6, 6),
+        sin_q=slots(K), cos_q=slots(K), skew_axis=slots(3, 3), kin=slots(5, n, k1, 6),
+        Xinv_L=slots(n, k1, 6, 6), dyn=slots(3, n, k1 + 1, 6), dyn_f=slots(2, n, k1, 6))
 
 
 @jit
@@ -48,35 +89,31 @@ def copy_link_stack(work, out):
     """out[l, i] = work[i, l]: (n, K, 6) work layout -> (K, n, 6) output layout."""
     for l in range(out.shape[0]):
         for i in range(out.shape[1]):
-            out[l, i] = work[i, l]
+            for c in range(6):
+                out[l, i, c] = work[i, l, c]
 
 
 @jit
-def motion_kernel(parent, joint_type, axis, placement_R, placement_p, I, gravity, qhat,
-                  kinematics, world, dynamics,
-                  v_L, h_L, w_h_L, h_J, w_h_J, f_L, f_J, tau):
-    """All comprehensive outputs of order k for every sample, Taylor-scaled.
+def motion_kernel(model, ws, chunk, first, last, qhat, kinematics, world, dynamics, outputs):
+    """All comprehensive outputs of order k at the samples first..last-1, Taylor-scaled, in
+    slot ``chunk`` of the workspace (``cmtm.api.run_chunks`` runs the chunks on threads).
 
-    qhat: (n_samples, >=k+2 or k+3, n). Per-link outputs (n_samples, k+1, n, 6), tau
-    (n_samples, k+1, n); outputs whose flag is off are not touched (may be empty arrays).
+    model: KernelModel; ws: a :class:`MotionWorkspace` of this order (with dynamics if
+    ``dynamics``); qhat: (n_samples, >=k+2 or k+3, n); outputs = (v_L, h_L, w_h_L, h_J,
+    w_h_J, f_L, f_J, tau): per-link (n_samples, k+1, n, 6), tau (n_samples, k+1, n);
+    outputs whose flag is off are not touched (may be empty arrays), nor f_L and f_J when
+    f_L is empty. The arguments are ``borrowed``.
     """
-    n = parent.shape[0]
-    k1 = tau.shape[1]
-    S, A0inv = joint_geometry(joint_type, axis, placement_R, placement_p)
-    Xup = np.empty((n, k1 + 1 if dynamics else k1, 6, 6))
-    kin = np.empty((5, n, k1, 6))
-    Xinv_L = np.empty((n, k1, 6, 6))
-    root_nu = root_velocity_stack(gravity, k1 + 1)
-    zero_root = np.zeros((k1, 6))
-    links = f_L.shape[0] > 0
-    dyn = np.empty((3, n, k1 + 1, 6))
-    dyn_f = np.empty((2, n, k1, 6))
-    dyn_tau = np.empty((k1, n))
-    for s in range(qhat.shape[0]):
-        relative_cmtm_inverse(joint_type, axis, A0inv, qhat[s], Xup)
+    model, ws, qhat, outputs = borrowed((model, ws, qhat, outputs))
+    v_L, h_L, w_h_L, h_J, w_h_J, f_L, f_J, tau = outputs
+    parent, S, I, links = model.parent, ws.S, model.spatial_inertia, f_L.shape[0] > 0
+    Xup, kin, dyn, dyn_f = ws.Xup[chunk], ws.kin[chunk], ws.dyn[chunk], ws.dyn_f[chunk]
+    for s in range(first, last):
+        relative_cmtm_inverse(model, ws.A0inv, qhat[s], ws.XJinv[chunk], ws.sin_q[chunk],
+                              ws.cos_q[chunk], ws.skew_axis[chunk], Xup)
         if kinematics:
-            kinematic_outputs(parent, S, I, Xup, qhat[s], zero_root, world,
-                              kin[0], kin[1], kin[2], kin[3], kin[4], Xinv_L)
+            kinematic_outputs(parent, S, I, Xup, qhat[s], ws.root[0], world, kin[0], kin[1],
+                              kin[2], kin[3], kin[4], ws.Xinv_L[chunk])
             copy_link_stack(kin[0], v_L[s])
             copy_link_stack(kin[1], h_L[s])
             copy_link_stack(kin[3], h_J[s])
@@ -84,30 +121,33 @@ def motion_kernel(parent, joint_type, axis, placement_R, placement_p, I, gravity
                 copy_link_stack(kin[2], w_h_L[s])
                 copy_link_stack(kin[4], w_h_J[s])
         if dynamics:
-            dynamic_outputs(parent, S, I, Xup, qhat[s], root_nu, links, dyn[0], dyn[1], dyn[2],
-                            dyn_f[0], dyn_f[1], dyn_tau)
-            tau[s] = dyn_tau
+            dynamic_outputs(parent, S, I, Xup, qhat[s], ws.root[1], links, dyn[0], dyn[1],
+                            dyn[2], dyn_f[0], dyn_f[1], tau[s])
             if links:
                 copy_link_stack(dyn_f[0], f_L[s])
                 copy_link_stack(dyn_f[1], f_J[s])
 
 
 @jit
-def link_poses_kernel(parent, joint_type, axis, placement_R, placement_p, q, R_out, p_out):
+def link_poses_kernel(model, q, R_out, p_out):
     """World (base-frame) poses of the link frames: A_i = A_{p(i)} A_0,i E_i(q_i) (§3.1).
 
-    q: (n_samples, n); R_out: (n_samples, n, 3, 3), p_out: (n_samples, n, 3).
+    model: KernelModel; q: (n_samples, n); R_out: (n_samples, n, 3, 3), p_out:
+    (n_samples, n, 3) outputs.
     """
+    parent = model.parent
     E = np.empty((3, 3))
     R_rel = np.empty((3, 3))
     p_rel = np.empty(3)
     for s in range(q.shape[0]):
         for i in range(parent.shape[0]):
-            link_pose_in_parent(joint_type[i], axis[i], placement_R[i], placement_p[i],
-                                q[s, i], E, R_rel, p_rel)
+            link_pose_in_parent(model.joint_type[i], model.axis[i], model.placement_R[i],
+                                model.placement_p[i], q[s, i], E, R_rel, p_rel)
             if parent[i] < 0:
-                R_out[s, i] = R_rel
-                p_out[s, i] = p_rel
+                for r in range(3):
+                    p_out[s, i, r] = p_rel[r]
+                    for c in range(3):
+                        R_out[s, i, r, c] = R_rel[r, c]
                 continue
             Rp = R_out[s, parent[i]]
             for r in range(3):
@@ -119,18 +159,22 @@ def link_poses_kernel(parent, joint_type, axis, placement_R, placement_p, q, R_o
 
 
 @jit
-def link_cmtm_kernel(parent, joint_type, axis, placement_R, placement_p, qhat, X_L):
+def link_cmtm_kernel(model, qhat, X_L):
     """Link CMTM blocks X_{L_i,l} = A_{L_i}^(l) / l! of a base at rest for every sample (§2.4).
 
-    qhat: (n_samples, >=K, n) Taylor-scaled; X_L: (n_samples, n, K, 6, 6) output.
+    model: KernelModel; qhat: (n_samples, >=K, n) Taylor-scaled; X_L: (n_samples, n, K, 6, 6)
+    output. Work arrays are allocated once per call.
     """
     n, K = X_L.shape[1], X_L.shape[2]
-    S, A0inv = joint_geometry(joint_type, axis, placement_R, placement_p)
-    Xup = np.empty((n, K, 6, 6))
-    nu = np.zeros((n, max(K - 1, 1), 6))
-    Xinv_L = np.empty((n, K, 6, 6))
+    S, A0inv = np.empty((n, 6)), np.empty((n, 6, 6))
+    joint_geometry(model, S, A0inv)
+    Xup, Xinv_L = np.empty((n, K, 6, 6)), np.empty((n, K, 6, 6))
+    XJinv, crosses, pose, a = np.empty((K, 6, 6)), np.empty((K, 6, 6)), np.empty((6, 6)), \
+        np.empty((3, 3))
+    sin_q, cos_q = np.empty(K), np.empty(K)
+    nu, root = np.zeros((n, max(K - 1, 1), 6)), np.zeros((max(K - 1, 1), 6))
     for s in range(qhat.shape[0]):
-        relative_cmtm_inverse(joint_type, axis, A0inv, qhat[s], Xup)
+        relative_cmtm_inverse(model, A0inv, qhat[s], XJinv, sin_q, cos_q, a, Xup)
         if K > 1:
-            velocity_pass(parent, S, Xup, qhat[s], np.zeros((K - 1, 6)), nu)
-        link_cmtm_pass(parent, Xup, nu, Xinv_L, X_L[s])
+            velocity_pass(model.parent, S, Xup, qhat[s], root, nu)
+        link_cmtm_pass(model.parent, Xup, nu, Xinv_L, X_L[s], pose, crosses)

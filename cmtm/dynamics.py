@@ -17,14 +17,15 @@ t_i = S_i^T f_{J_i}     ``tau``           (K-1, n)        joint torque (force) s
 from cmtm._jit import jit
 from cmtm.kinematics import velocity_pass
 from cmtm.spatial import matvec6
-from cmtm.taylor import conv_blockT_vec, derivative_stack, force_cross_conv
+from cmtm.taylor import (conv_blockT_vec, copy_stack, derivative_stack, force_cross_conv,
+                         zero_stack)
 
 
 @jit
 def link_momentum(I, nu, h_L):
     """h_L = diag(I..I) v_L (Lemma 3 / §5): h_L[i, l] = I_i nu[i, l]."""
-    h_L[:] = 0.0
     for i in range(h_L.shape[0]):
+        zero_stack(h_L[i])
         for l in range(h_L.shape[1]):
             matvec6(I[i], nu[i, l], h_L[i, l])
 
@@ -36,7 +37,8 @@ def joint_momentum_pass(parent, Xup, h_L, h_J):
     ^iX^*_c is the blockwise transpose of (^iX_c)^{-1} = Xup[c] (§2.3).
     """
     n = h_L.shape[0]
-    h_J[:] = h_L
+    for i in range(n):
+        copy_stack(h_L[i], h_J[i])
     for c in range(n - 1, -1, -1):
         if parent[c] >= 0:
             conv_blockT_vec(Xup[c], h_J[c], h_J[parent[c]])
@@ -76,7 +78,6 @@ def joint_torque(S, f_J, tau):
 @jit
 def world_momentum(Xinv_L, h, w_h):
     """~h = X^*_L h with X^* the blockwise transpose of X_L^{-1} (§2.3, §5)."""
-    n = h.shape[0]
-    w_h[:] = 0.0
-    for i in range(n):
+    for i in range(h.shape[0]):
+        zero_stack(w_h[i])
         conv_blockT_vec(Xinv_L[i], h[i], w_h[i])

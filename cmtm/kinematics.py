@@ -22,22 +22,19 @@ import math
 import numpy as np
 
 from cmtm._jit import jit
-from cmtm.cmtm_matrix import cmtm_blocks
-from cmtm.spatial import (JOINT_REVOLUTE, joint_screw, motion_block_mul,
-                          motion_transform_inverse, motion_transform_inverse_into, skew_into)
-from cmtm.taylor import conv_block_vec, conv_blocks
+from cmtm.cmtm_matrix import cmtm_blocks_into
+from cmtm.spatial import (JOINT_REVOLUTE, joint_screw_into, motion_block_mul,
+                          motion_transform_inverse_into, placement_inverse_into, skew_into)
+from cmtm.taylor import conv_block_vec, conv_motion_blocks, copy_blocks, zero_blocks
 
 
 @jit
-def joint_geometry(joint_type, axis, placement_R, placement_p):
-    """Constant per-joint data: screws S (n, 6) and inverse placements A_0^{-1} (n, 6, 6)."""
-    n = joint_type.shape[0]
-    S = np.empty((n, 6))
-    A0inv = np.empty((n, 6, 6))
-    for i in range(n):
-        S[i] = joint_screw(joint_type[i], axis[i])
-        A0inv[i] = motion_transform_inverse(placement_R[i], placement_p[i])
-    return S, A0inv
+def joint_geometry(model, S, A0inv):
+    """Constant per-joint data of a KernelModel: screws S (n, 6) and inverse placements
+    A_0^{-1} (n, 6, 6), outputs."""
+    for i in range(model.parent.shape[0]):
+        joint_screw_into(model.joint_type[i], model.axis[i], S[i])
+        placement_inverse_into(model.placement_R[i], model.placement_p[i], A0inv[i])
 
 
 @jit
@@ -65,13 +62,13 @@ def joint_cmtm_inverse(joint_type, axis, qhat_i, XJinv, sin_q, cos_q, a):
     revolute:  blkdiag(R_l, R_l), R(-q) = E - sin q [a x] + (1 - cos q) [a x]^2;
     prismatic: [[d_l E, 0], [-q_l [a x], d_l E]]  (d_l = 1 for l = 0, else 0).
 
-    XJinv: (K, 6, 6) output; sin_q, cos_q: (K,) and a: (3, 3) work arrays.
+    XJinv: (K, 6, 6) output; sin_q, cos_q: (>=K,) and a: (3, 3) work arrays.
     """
     K = XJinv.shape[0]
-    XJinv[:] = 0.0
+    zero_blocks(XJinv)
     skew_into(axis, a)
     if joint_type == JOINT_REVOLUTE:
-        sin_cos_jets(qhat_i, sin_q, cos_q)
+        sin_cos_jets(qhat_i, sin_q[:K], cos_q[:K])
         for l in range(K):
             one = 1.0 if l == 0 else 0.0
             for r in range(3):
@@ -92,18 +89,17 @@ def joint_cmtm_inverse(joint_type, axis, qhat_i, XJinv, sin_q, cos_q, a):
 
 
 @jit
-def relative_cmtm_inverse(joint_type, axis, A0inv, qhat, Xup):
+def relative_cmtm_inverse(model, A0inv, qhat, XJinv, sin_q, cos_q, a, Xup):
     """Blocks of (^p X_i)^{-1} = X_J^{-1} A_0^{-1} for every link (§3.1, §2.2).
 
-    qhat: (>=K, n) Taylor-scaled joint stack; Xup: (n, K, 6, 6) output.
+    model: KernelModel; A0inv: (n, 6, 6) from ``joint_geometry``; qhat: (>=K, n)
+    Taylor-scaled joint stack; Xup: (n, K, 6, 6) output; XJinv (>=K, 6, 6), sin_q, cos_q
+    (>=K,) and a (3, 3): work arrays of ``joint_cmtm_inverse``.
     """
     n, K = Xup.shape[0], Xup.shape[1]
-    XJinv = np.empty((K, 6, 6))
-    sin_q = np.empty(K)
-    cos_q = np.empty(K)
-    a = np.empty((3, 3))
     for i in range(n):
-        joint_cmtm_inverse(joint_type[i], axis[i], qhat[:, i], XJinv, sin_q, cos_q, a)
+        joint_cmtm_inverse(model.joint_type[i], model.axis[i], qhat[:, i], XJinv[:K], sin_q,
+                           cos_q, a)
         for l in range(K):
             motion_block_mul(XJinv[l], A0inv[i], Xup[i, l])
 
@@ -134,33 +130,43 @@ def link_cmtm_inverse_pass(parent, Xup, Xinv_L):
 
     Xinv_L: (n, K, 6, 6) output; its block 0 is the inverse world pose of each link.
     """
-    n, K = Xinv_L.shape[0], Xinv_L.shape[1]
-    for i in range(n):
+    for i in range(Xinv_L.shape[0]):
         if parent[i] < 0:
-            Xinv_L[i] = Xup[i, :K]
+            copy_blocks(Xup[i], Xinv_L[i])
         else:
-            conv_blocks(Xup[i], Xinv_L[parent[i]], Xinv_L[i])
+            conv_motion_blocks(Xup[i], Xinv_L[parent[i]], Xinv_L[i])
 
 
 @jit
-def link_cmtm_pass(parent, Xup, nu, Xinv_L, X_L):
+def link_cmtm_pass(parent, Xup, nu, Xinv_L, X_L, pose, crosses):
     """Link CMTMs of a base at rest: X_L^{-1} by composition (§2.4), X_L by the §2.1
     recursion on the link pose A_L = ((X_L^{-1})_0)^{-1} and the body-velocity stack nu.
 
-    nu: (n, >=K-1, 6); Xinv_L, X_L: (n, K, 6, 6) outputs.
+    nu: (n, >=K-1, 6); Xinv_L, X_L: (n, K, 6, 6) outputs; pose (6, 6) and crosses
+    (>=K-1, 6, 6): work arrays.
     """
     link_cmtm_inverse_pass(parent, Xup, Xinv_L)
-    pose = np.empty((6, 6))
     for i in range(parent.shape[0]):
         motion_transform_inverse_into(Xinv_L[i, 0], pose)
-        cmtm_blocks(pose, nu[i], X_L[i])
+        cmtm_blocks_into(pose, nu[i], crosses, X_L[i])
 
 
-@jit
 def root_velocity_stack(gravity, n_orders):
     """Base velocity stack (n_orders, 6) for the base-acceleration trick of §3.3:
     nu_hat_root,1 = [0; -g], all other orders zero; forces then include gravity exactly."""
     root = np.zeros((n_orders, 6))
     if n_orders > 1:
-        root[1, 3:] = -gravity
+        root[1, 3:] = -np.asarray(gravity)
     return root
+
+
+def joint_constants(model, n_orders):
+    """(S, A0inv, root) of a KernelModel, the constants the chunks of a batched kernel
+    share: screws (n, 6), inverse placements (n, 6, 6) (``joint_geometry``) and the base
+    velocity stacks (2, n_orders, 6), at rest and with the gravity trick (§3.3)."""
+    n = model.parent.shape[0]
+    S, A0inv = np.empty((n, 6)), np.empty((n, 6, 6))
+    joint_geometry(model, S, A0inv)
+    root = np.zeros((2, n_orders, 6))
+    root[1] = root_velocity_stack(model.gravity, n_orders)
+    return S, A0inv, root

@@ -2,11 +2,12 @@
 oracle of every comprehensive quantity and structured Jacobian built on them.
 
 These functions are what the engine's tests compare against, so they share no code with
-the engine: this module imports numpy and math only (tests/test_layering.py enforces it)
-and is written straight from the textbook maths: Featherstone's body-frame recursive
-Newton-Euler algorithm (RNEA), one forward loop and one backward loop relying on
-``parent[i] < i``. They are slow (a Python loop over links) and that is fine: they serve
-tests only.
+the engine: this module imports numpy, math and the joint-type codes of
+kinematic_trees.joint_types (a data format, not engine code) and nothing else
+(tests/test_layering.py enforces it), and is written straight from the textbook maths:
+Featherstone's body-frame recursive Newton-Euler algorithm (RNEA), one forward loop and
+one backward loop relying on ``parent[i] < i``. They are slow (a Python loop over links)
+and that is fine: they serve tests only.
 
 Every function accepts float *or complex* joint arrays with any leading batch axes,
 ``q (..., n)``, and returns arrays of the matching dtype (transposes are plain transposes,
@@ -47,8 +48,7 @@ import math
 
 import numpy as np
 
-REVOLUTE = 0
-PRISMATIC = 1
+from kinematic_trees.joint_types import JOINT_REVOLUTE
 
 
 # --- spatial algebra (cmtm_math.md §1.1), any dtype, leading batch axes ---
@@ -145,7 +145,7 @@ def _joint_pose(model, i, q_i):
     """
     R0, p0, axis = model.placement_R[i], model.placement_p[i], model.axis[i]
     batch = np.shape(q_i)
-    if model.joint_type[i] == REVOLUTE:
+    if model.joint_type[i] == JOINT_REVOLUTE:
         return R0 @ _rotation(axis, q_i), np.broadcast_to(p0, batch + (3,))
     return np.broadcast_to(R0, batch + (3, 3)), p0 + np.multiply.outer(q_i, R0 @ axis)
 
@@ -153,7 +153,7 @@ def _joint_pose(model, i, q_i):
 def _screw(model, i):
     """Joint screw S_i (6,) in link i's frame: [a; 0] revolute, [0; a] prismatic."""
     zero = np.zeros(3)
-    if model.joint_type[i] == REVOLUTE:
+    if model.joint_type[i] == JOINT_REVOLUTE:
         return np.concatenate([model.axis[i], zero])
     return np.concatenate([zero, model.axis[i]])
 

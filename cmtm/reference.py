@@ -1,5 +1,5 @@
-"""References for tests: the naive numpy algorithms of :mod:`cmtm.naive` and finite
-differences of the engine's forward passes.
+"""References for tests: the naive numpy algorithms of :mod:`cmtm.naive`, finite
+differences of the engine's forward passes, and the dense forms of the engine's operators.
 
 The naive references (``rnea_naive``, ``link_velocities_naive``, ..., ``taylor_coefficients``,
 ``central_jacobian``, the oracle ``oracle_jacobians``) live in :mod:`cmtm.naive`, which
@@ -11,22 +11,36 @@ engine's own forward passes numerically, so that the structured Jacobians (cmtm.
 cmtm.jacobians) are checked against the nonlinear map they linearize; they use the public
 forward passes of cmtm.api, never the Jacobian kernels. A bug in a forward pass that the
 Jacobian kernels share is invisible to them: the naive oracle catches those.
+
+The dense forms (``motion_cross``, ``force_cross``, ``motion_transform``, ``toeplitz``,
+``shift_matrix``, ``tangent_matrix``) and the CMTM recursions that the engine only runs in
+other shapes (``cmtm_inverse_blocks``, ``comprehensive_velocity``) write the paper's
+operators whole, cmtm_math.md §1-§2, §6.3, in forms that no kernel uses; the tests compare
+the kernels' loops against them. They are Numba functions or plain numpy (float64),
+Taylor-scaled where a stack is involved, like the kernel modules they came from.
 """
+import math
+
 import numpy as np
 
+from cmtm._jit import jit
 from cmtm.api import (check_model, check_order, check_stack, inverse_dynamics,
                       link_transform_derivatives, motion)
+from cmtm.cmtm_matrix import cmtm_inverse_blocks_from_crosses, velocity_crosses
 from cmtm.naive import (CENTRAL_STEP, FD_METHODS, FIELD_OF, RICHARDSON_LEVELS,
                         RICHARDSON_STEP, central_jacobian, factorial_column, joint_screws,
                         link_accelerations_naive, link_momenta_naive, link_poses_naive,
                         link_velocities_naive, mass_matrix_naive, rnea_naive,
                         tangent_jacobian, taylor_coefficients)
 from cmtm.naive import INPUT_OFFSET as FD_INPUT_OFFSET
+from cmtm.spatial import skew
 
 __all__ = ["CENTRAL_STEP", "FD_INPUT_OFFSET", "FD_METHODS", "RICHARDSON_LEVELS",
-           "RICHARDSON_STEP", "central_jacobian", "fd_jacobian", "fd_jacobians",
+           "RICHARDSON_STEP", "central_jacobian", "cmtm_inverse_blocks",
+           "comprehensive_velocity", "fd_jacobian", "fd_jacobians", "force_cross",
            "link_accelerations_naive", "link_momenta_naive", "link_poses_naive",
-           "link_velocities_naive", "mass_matrix_naive", "rnea_naive", "taylor_coefficients"]
+           "link_velocities_naive", "mass_matrix_naive", "motion_cross", "motion_transform",
+           "rnea_naive", "shift_matrix", "tangent_matrix", "taylor_coefficients", "toeplitz"]
 
 
 # --- Finite-difference Jacobians of the engine (a reference for cmtm.jacobian) ---
@@ -167,3 +181,112 @@ def fd_jacobian(model, q_stack, quantity, order=0, step=None, method="central",
     ((1, 12, 2, 2), 1.0)
     """
     return fd_jacobians(model, q_stack, (quantity,), order, step, method, levels)[quantity]
+
+
+# --- Dense forms of the engine's operators (cmtm_math.md §1-§2, §6.3) ---
+#
+# The kernels apply these operators in loops (motion_cross_into, the block convolutions of
+# cmtm.taylor, the _from_crosses recursions of cmtm.cmtm_matrix); here they are whole
+# matrices, for tests and for the paper's flattened forms.
+
+@jit
+def motion_cross(u):
+    """[u x_6] = [[w x, 0], [v x, w x]] for the twist u (6,) = [w; v] (§1.1), as a new
+    array: the block that ``velocity_crosses`` builds for the one-element stack (u,)."""
+    return velocity_crosses(np.ascontiguousarray(u).reshape((1, 6)), 1)[0]
+
+
+@jit
+def force_cross(u):
+    """[u x_6^*] = -[u x_6]^T = [[w x, v x], [0, w x]] (§1.1)."""
+    out = np.zeros((6, 6))
+    w = skew(u[:3])
+    v = skew(u[3:])
+    out[:3, :3] = w
+    out[3:, 3:] = w
+    out[:3, 3:] = v
+    return out
+
+
+@jit
+def motion_transform(R, p):
+    """A = [[R, 0], [[p x] R, R]]: maps twists in frame c to frame p, (R, p) = pose of c in p."""
+    out = np.zeros((6, 6))
+    pxR = skew(p) @ R
+    out[:3, :3] = R
+    out[3:, 3:] = R
+    out[3:, :3] = pxR
+    return out
+
+
+def toeplitz(blocks):
+    """Dense lower block-Toeplitz matrix T(M_0, ..., M_k) from blocks ``(k+1, r, c)``.
+
+    Block (l, m) is M_{l-m} for m <= l and zero above the diagonal (§1.3); the kernels
+    never build it.
+    """
+    blocks = np.asarray(blocks, dtype=np.float64)
+    n, r, c = blocks.shape
+    out = np.zeros((n * r, n * c))
+    for l in range(n):
+        for m in range(l + 1):
+            out[l * r:(l + 1) * r, m * c:(m + 1) * c] = blocks[l - m]
+    return out
+
+
+def shift_matrix(order, s, size):
+    """D_s of §1.3: maps a_(order+s) to d_(order)(a^(s)); nonzero blocks (l, l+s) = (l+s)!/l! E."""
+    out = np.zeros(((order + 1) * size, (order + s + 1) * size))
+    eye = np.eye(size)
+    for l in range(order + 1):
+        scale = math.factorial(l + s) / math.factorial(l)
+        out[l * size:(l + 1) * size, (l + s) * size:(l + s + 1) * size] = scale * eye
+    return out
+
+
+@jit
+def cmtm_inverse_blocks(Ainv, nu, out):
+    """Inverse CMTM blocks (§2.2): X-_0 = A^{-1}, X-_{l+1} = -1/(l+1) sum_m [nu_m x] X-_{l-m}.
+
+    Ainv: (6, 6); nu: (>=K, 6) Taylor-scaled body velocity; out: (K+1, 6, 6). The kernels
+    call ``cmtm_inverse_blocks_from_crosses`` with the [nu_m x] they already hold.
+    """
+    cmtm_inverse_blocks_from_crosses(Ainv, velocity_crosses(nu, out.shape[0] - 1), out)
+
+
+@jit
+def comprehensive_velocity(X):
+    """Recover nu_0..nu_{K-1} from CMTM blocks X (K+1, 6, 6) (§2.1):
+    [nu_l x] = X_0^{-1} ((l+1) X_{l+1} - sum_{m<l} X_{l-m} [nu_m x]).
+    """
+    K = X.shape[0] - 1
+    X0inv = np.linalg.inv(X[0])
+    nu = np.zeros((K, 6))
+    for l in range(K):
+        acc = (l + 1) * X[l + 1]
+        for m in range(l):
+            acc = acc - X[l - m] @ motion_cross(nu[m])
+        cross = X0inv @ acc
+        nu[l, 0] = cross[2, 1]
+        nu[l, 1] = cross[0, 2]
+        nu[l, 2] = cross[1, 0]
+        nu[l, 3] = cross[5, 1]
+        nu[l, 4] = cross[3, 2]
+        nu[l, 5] = cross[4, 0]
+    return nu
+
+
+def tangent_matrix(nu, order):
+    """Square tangent matrix W_(k) of §6.3 (dense, Taylor-scaled), mapping the tangent stack
+    dx_(k) to du_(k) = [da_0; dnu_0; ...; dnu_{k-1}].
+
+    Blocks: W_00 = E, W_ll = l E (l >= 1), W_lm = [nu_{l-1-m} x] for m < l, zero above.
+    nu: (>=order, 6) Taylor-scaled body velocity.
+    """
+    W = np.zeros((6 * (order + 1), 6 * (order + 1)))
+    W[:6, :6] = np.eye(6)
+    for l in range(1, order + 1):
+        W[6 * l:6 * l + 6, 6 * l:6 * l + 6] = l * np.eye(6)
+        for m in range(l):
+            W[6 * l:6 * l + 6, 6 * m:6 * m + 6] = motion_cross(np.ascontiguousarray(nu[l - 1 - m]))
+    return W

@@ -1,47 +1,183 @@
-"""Classic order-0 algorithms on rotations and translations, batched over samples: the
-recursive Newton-Euler inverse dynamics and the composite-rigid-body mass matrix.
+"""Classic order-0 algorithms on rotations and translations, batched over samples and split
+across threads: the recursive Newton-Euler inverse dynamics (Featherstone's ``ID.m``) and
+the composite-rigid-body mass matrix (``HandC.m``).
 
-The comprehensive engine at k = 0 computes the same torques with 6x6 CMTM blocks; this
-kernel is the foundation's RNEA written on rotations and translations for speed:
-one forward loop (velocities, accelerations with the base acceleration -g, link wrenches
-f_i = I_i a_i + v_i x^* I_i v_i) and one backward loop (tau_i = S_i . f_i, wrenches passed
-to the parent). Angular-first, body frames; (R, p) is the pose of link i in its parent.
+The comprehensive engine at k = 0 computes the same torques with 6x6 CMTM blocks; these
+kernels are written on the pose (R, p) of each link in its parent for speed. Angular-first,
+body frames (DESIGN.md); X_i below is the motion transform from the parent of i to link i,
+A_i^{-1} with A_i = [[R, 0], [[p x] R, R]], and X_i^T = A_i^* maps link i's forces to the
+parent. The base moves with v_0 = 0 and a_0 = [0; -g], which puts gravity in every force.
 
-=========  ==========  ==========  =========================================
-symbol     code        shape       meaning
-=========  ==========  ==========  =========================================
-R, p       ``R, p``    (3,3), (3,) pose of link i in its parent, R_0 E(q), ...
-v_i, a_i   ``v, a``    (n, 6)      body twist and its time derivative + base acc.
-f_i        ``f``       (n, 6)      wrench on link i, then through joint i
-=========  ==========  ==========  =========================================
+RNEA, per sample (one line of code per line of maths)::
+
+    vJ  = S_i q'_i                               joint velocity
+    v_i = X_i v_lambda(i) + vJ                   link twist
+    a_i = X_i a_lambda(i) + S_i q''_i + v_i x vJ link acceleration
+    f_i = I_i a_i + v_i x^* I_i v_i              link wrench (children first ...)
+    tau_i = S_i^T f_i,  f_lambda(i) += X_i^T f_i (... then through the joint to the parent)
+
+CRBA, per sample::
+
+    I^C_i = I_i + sum over children c of X_c^T I^C_c X_c    (children first)
+    F = I^C_i S_i,  H_ii = S_i^T F,  then along the support j = lambda(i), lambda(j), ...:
+    F = X_child^T F,  H_ij = H_ji = S_j^T F                   (zero off the support)
+
+The spatial inertia about the link origin is kept as (m, m c, I_O) and its composite
+likewise (``inertia_times``, ``composite_inertia_to_parent_add``).
+
+==================  ===============  ================  ==================================
+symbol              code             shape (per slot)  meaning
+==================  ===============  ================  ==================================
+s                   ``s``            index             the sample
+R, p                ``R, p``         (n,3,3), (n,3)    pose of link i in its parent
+                                                       (R = R_0 E(q), p = p_0 (+ R_0 a q))
+S_i                 ``S``            (6,)              joint screw, link frame
+vJ                  ``vJ``           (6,)              S_i q'_i
+v_0, a_0            ``w_v0, w_a0``   (6,)              base twist 0 and acceleration -g
+v_i, a_i            ``v, a``         (n, 6)            body twist, acceleration (+ a_0)
+h_i = I_i v_i       ``h``            (6,)              link momentum
+f_i                 ``f``            (n, 6)            wrench on link i, then through joint i
+m, m c, I_O         ``m_C, mc_C,     (n,1),(n,3),      composite mass, first moment and
+of I^C_i            I_C``            (n,3,3)           rotational inertia about the origin
+                                                       (m_C[i] a (1,) array to add into)
+F                   ``F``            (n, 6)            F[j]: column i's I^C_i S_i carried to j
+==================  ===============  ================  ==================================
+
+Each workspace array has a leading chunk axis ("per slot" shapes above): chunk c of the
+samples runs on one thread with slot c (``cmtm.api.run_chunks``), and every sample runs
+the same instructions whatever its chunk, so results do not depend on the thread count.
 """
 import math
+from typing import NamedTuple
 
 import numpy as np
 
 from cmtm._jit import jit
+from cmtm.kernel_model import borrowed
 from cmtm.spatial import JOINT_REVOLUTE
 
+
+class RneaWorkspace(NamedTuple):
+    """Work arrays of :func:`rnea_kernel`, slot c (leading axis) for chunk c."""
+
+    E: np.ndarray
+    R: np.ndarray
+    p: np.ndarray
+    vJ: np.ndarray
+    w_v0: np.ndarray
+    w_a0: np.ndarray
+    v: np.ndarray
+    a: np.ndarray
+    h: np.ndarray
+    f: np.ndarray
+
+
+class CrbaWorkspace(NamedTuple):
+    """Work arrays of :func:`crba_kernel`, slot c (leading axis) for chunk c."""
+
+    E: np.ndarray
+    R: np.ndarray
+    p: np.ndarray
+    S: np.ndarray
+    m_C: np.ndarray
+    mc_C: np.ndarray
+    I_C: np.ndarray
+    F: np.ndarray
+
+
+def _slots(n_chunks):
+    """Allocator of float64 arrays (n_chunks, *shape)."""
+    return lambda *shape: np.empty((n_chunks,) + shape)
+
+
+def rnea_workspace(kernel_model, n_chunks):
+    """An :class:`RneaWorkspace` for ``kernel_model`` split into ``n_chunks`` chunks."""
+    n, slot = kernel_model.parent.shape[0], _slots(n_chunks)
+    return RneaWorkspace(E=slot(3, 3), R=slot(n, 3, 3), p=slot(n, 3), vJ=slot(6),
+                         w_v0=slot(6), w_a0=slot(6), v=slot(n, 6), a=slot(n, 6), h=slot(6),
+                         f=slot(n, 6))
+
+
+def crba_workspace(kernel_model, n_chunks):
+    """A :class:`CrbaWorkspace` for ``kernel_model`` split into ``n_chunks`` chunks."""
+    n, slot = kernel_model.parent.shape[0], _slots(n_chunks)
+    return CrbaWorkspace(E=slot(3, 3), R=slot(n, 3, 3), p=slot(n, 3), S=slot(6),
+                         m_C=slot(n, 1), mc_C=slot(n, 3), I_C=slot(n, 3, 3), F=slot(n, 6))
+
+
+# --- spatial algebra on (R, p) and joint screws ---
 
 @jit
 def link_pose_in_parent(joint_type, axis, R0, p0, q, E, R, p):
     """(R, p) = A_0 E(q): R = R_0 exp(q [a x]) (revolute), p = p_0 + R_0 a q (prismatic);
-    E: (3, 3) work array for exp(q [a x]) = c E + s [a x] + (1 - c) a a^T."""
+    E: (3, 3) work array for exp(q [a x]) = cos q E + sin q [a x] + (1 - cos q) a a^T."""
     if joint_type == JOINT_REVOLUTE:
-        s, c = math.sin(q), math.cos(q)
+        sin_q, cos_q = math.sin(q), math.cos(q)
         a0, a1, a2 = axis[0], axis[1], axis[2]
-        t = 1.0 - c
-        E[0, 0], E[0, 1], E[0, 2] = c + t * a0 * a0, t * a0 * a1 - s * a2, t * a0 * a2 + s * a1
-        E[1, 0], E[1, 1], E[1, 2] = t * a1 * a0 + s * a2, c + t * a1 * a1, t * a1 * a2 - s * a0
-        E[2, 0], E[2, 1], E[2, 2] = t * a2 * a0 - s * a1, t * a2 * a1 + s * a0, c + t * a2 * a2
+        sa0, sa1, sa2 = sin_q * a0, sin_q * a1, sin_q * a2
+        t = 1.0 - cos_q
+        E[0, 0], E[0, 1], E[0, 2] = cos_q + t * a0 * a0, t * a0 * a1 - sa2, t * a0 * a2 + sa1
+        E[1, 0], E[1, 1], E[1, 2] = t * a1 * a0 + sa2, cos_q + t * a1 * a1, t * a1 * a2 - sa0
+        E[2, 0], E[2, 1], E[2, 2] = t * a2 * a0 - sa1, t * a2 * a1 + sa0, cos_q + t * a2 * a2
         for r in range(3):
             for col in range(3):
                 R[r, col] = R0[r, 0] * E[0, col] + R0[r, 1] * E[1, col] + R0[r, 2] * E[2, col]
-        p[:] = p0
+            p[r] = p0[r]
     else:
-        R[:] = R0
         for r in range(3):
+            for col in range(3):
+                R[r, col] = R0[r, col]
             p[r] = p0[r] + (R0[r, 0] * axis[0] + R0[r, 1] * axis[1] + R0[r, 2] * axis[2]) * q
+
+
+@jit
+def joint_screw_add(joint_type, axis, scale, out):
+    """out += S scale, S = [a; 0] (revolute) or [0; a] (prismatic) in the link frame."""
+    offset = 0 if joint_type == JOINT_REVOLUTE else 3
+    out[offset] += axis[0] * scale
+    out[offset + 1] += axis[1] * scale
+    out[offset + 2] += axis[2] * scale
+
+
+@jit
+def joint_screw(joint_type, axis, scale, out):
+    """out = S scale (see :func:`joint_screw_add`)."""
+    for r in range(6):
+        out[r] = 0.0
+    joint_screw_add(joint_type, axis, scale, out)
+
+
+@jit
+def joint_screw_dot(joint_type, axis, f):
+    """S^T f: the component of the wrench f = [n; f_l] along the joint (a.n or a.f_l)."""
+    offset = 0 if joint_type == JOINT_REVOLUTE else 3
+    return axis[0] * f[offset] + axis[1] * f[offset + 1] + axis[2] * f[offset + 2]
+
+
+@jit
+def motion_cross_add(v, x, scale, out):
+    """out += scale (v x x), the spatial motion cross product
+    [w x w_x; w x u_x + u x w_x] of v = [w; u] and x = [w_x; u_x] (``crm(v) x``)."""
+    w0, w1, w2, u0, u1, u2 = v[0], v[1], v[2], v[3], v[4], v[5]
+    out[0] += scale * (w1 * x[2] - w2 * x[1])
+    out[1] += scale * (w2 * x[0] - w0 * x[2])
+    out[2] += scale * (w0 * x[1] - w1 * x[0])
+    out[3] += scale * (w1 * x[5] - w2 * x[4] + u1 * x[2] - u2 * x[1])
+    out[4] += scale * (w2 * x[3] - w0 * x[5] + u2 * x[0] - u0 * x[2])
+    out[5] += scale * (w0 * x[4] - w1 * x[3] + u0 * x[1] - u1 * x[0])
+
+
+@jit
+def force_cross_add(v, f, scale, out):
+    """out += scale (v x^* f), the spatial force cross product
+    [w x n + u x f_l; w x f_l] of v = [w; u] and f = [n; f_l] (``crf(v) f``)."""
+    w0, w1, w2, u0, u1, u2 = v[0], v[1], v[2], v[3], v[4], v[5]
+    out[0] += scale * (w1 * f[2] - w2 * f[1] + u1 * f[5] - u2 * f[4])
+    out[1] += scale * (w2 * f[0] - w0 * f[2] + u2 * f[3] - u0 * f[5])
+    out[2] += scale * (w0 * f[1] - w1 * f[0] + u0 * f[4] - u1 * f[3])
+    out[3] += scale * (w1 * f[5] - w2 * f[4])
+    out[4] += scale * (w2 * f[3] - w0 * f[5])
+    out[5] += scale * (w0 * f[4] - w1 * f[3])
 
 
 @jit
@@ -72,153 +208,163 @@ def motion_to_child(R, p, x, out):
 
 
 @jit
-def force_to_parent_add(R, p, f, out):
-    """out += A^* f = [R n + p x (R f_l); R f_l] for the wrench f = [n; f_l] of the child."""
+def force_in_parent(R, p, f):
+    """A^* f = [R n + p x (R f_l); R f_l] for the wrench f = [n; f_l] of the child, as a
+    6-tuple."""
     n0 = R[0, 0] * f[0] + R[0, 1] * f[1] + R[0, 2] * f[2]
     n1 = R[1, 0] * f[0] + R[1, 1] * f[1] + R[1, 2] * f[2]
     n2 = R[2, 0] * f[0] + R[2, 1] * f[1] + R[2, 2] * f[2]
     g0 = R[0, 0] * f[3] + R[0, 1] * f[4] + R[0, 2] * f[5]
     g1 = R[1, 0] * f[3] + R[1, 1] * f[4] + R[1, 2] * f[5]
     g2 = R[2, 0] * f[3] + R[2, 1] * f[4] + R[2, 2] * f[5]
-    out[0] += n0 + p[1] * g2 - p[2] * g1
-    out[1] += n1 + p[2] * g0 - p[0] * g2
-    out[2] += n2 + p[0] * g1 - p[1] * g0
-    out[3] += g0
-    out[4] += g1
-    out[5] += g2
+    return (n0 + p[1] * g2 - p[2] * g1, n1 + p[2] * g0 - p[0] * g2,
+            n2 + p[0] * g1 - p[1] * g0, g0, g1, g2)
 
 
 @jit
-def rnea_kernel(parent, joint_type, axis, placement_R, placement_p, I, mass, com, gravity,
-                q, qd, qdd, tau):
-    """tau[s] = ID(q, q', q'') with gravity for every sample; q, qd, qdd, tau: (n_samples, n).
-
-    I: (n, 6, 6) spatial inertias (only the rotational block about the origin is read),
-    mass (n,), com (n, 3): the rest of I in closed form (``inertia_times``).
-    """
-    n = parent.shape[0]
-    mc = np.empty((n, 3))
-    for i in range(n):
-        mc[i] = mass[i] * com[i]
-    E = np.empty((3, 3))
-    R = np.empty((n, 3, 3))
-    p = np.empty((n, 3))
-    v = np.empty((n, 6))
-    a = np.empty((n, 6))
-    f = np.empty((n, 6))
-    h = np.empty(6)
-    base_v = np.zeros(6)
-    base_a = np.zeros(6)
-    base_a[3:] = -gravity
-    for s in range(q.shape[0]):
-        for i in range(n):
-            link_pose_in_parent(joint_type[i], axis[i], placement_R[i], placement_p[i],
-                                q[s, i], E, R[i], p[i])
-            par = parent[i]
-            motion_to_child(R[i], p[i], base_v if par < 0 else v[par], v[i])
-            motion_to_child(R[i], p[i], base_a if par < 0 else a[par], a[i])
-            off = 0 if joint_type[i] == JOINT_REVOLUTE else 3
-            wq, aq = qd[s, i], qdd[s, i]
-            # a_i += [v_i x] S q' (S = axis in the angular or linear half) + S q''
-            for r in range(3):
-                a[i, off + r] += axis[i, r] * aq
-            w0, w1, w2 = v[i, 0], v[i, 1], v[i, 2]
-            e0, e1, e2 = axis[i, 0] * wq, axis[i, 1] * wq, axis[i, 2] * wq
-            a[i, off + 0] += w1 * e2 - w2 * e1
-            a[i, off + 1] += w2 * e0 - w0 * e2
-            a[i, off + 2] += w0 * e1 - w1 * e0
-            if off == 0:
-                u0, u1, u2 = v[i, 3], v[i, 4], v[i, 5]
-                a[i, 3] += u1 * e2 - u2 * e1
-                a[i, 4] += u2 * e0 - u0 * e2
-                a[i, 5] += u0 * e1 - u1 * e0
-            for r in range(3):
-                v[i, off + r] += axis[i, r] * wq
-            # f_i = I a_i + v_i x^* (I v_i)
-            inertia_times(I[i], mass[i], mc[i], a[i], f[i])
-            inertia_times(I[i], mass[i], mc[i], v[i], h)
-            n0, n1, n2, g0, g1, g2 = h[0], h[1], h[2], h[3], h[4], h[5]
-            w0, w1, w2, u0, u1, u2 = v[i, 0], v[i, 1], v[i, 2], v[i, 3], v[i, 4], v[i, 5]
-            f[i, 0] += w1 * n2 - w2 * n1 + u1 * g2 - u2 * g1
-            f[i, 1] += w2 * n0 - w0 * n2 + u2 * g0 - u0 * g2
-            f[i, 2] += w0 * n1 - w1 * n0 + u0 * g1 - u1 * g0
-            f[i, 3] += w1 * g2 - w2 * g1
-            f[i, 4] += w2 * g0 - w0 * g2
-            f[i, 5] += w0 * g1 - w1 * g0
-        for i in range(n - 1, -1, -1):
-            off = 0 if joint_type[i] == JOINT_REVOLUTE else 3
-            tau[s, i] = axis[i, 0] * f[i, off] + axis[i, 1] * f[i, off + 1] + \
-                axis[i, 2] * f[i, off + 2]
-            if parent[i] >= 0:
-                force_to_parent_add(R[i], p[i], f[i], f[parent[i]])
+def force_to_parent_add(R, p, f, out):
+    """out += A^* f (:func:`force_in_parent`): the child's wrench passed to its parent."""
+    f_parent = force_in_parent(R, p, f)
+    for r in range(6):
+        out[r] += f_parent[r]
 
 
 @jit
-def composite_inertia_to_parent_add(R, p, m, h, I_O, m_out, h_out, I_out):
-    """Add a subtree inertia (mass m, first moment h, rotational inertia I_O about the child
-    origin, child axes) to its parent's, expressed about the parent origin in parent axes:
-    h' = R h + m p, I' = R I_O R^T - m [p x]^2 - [p x][Rh x] - [Rh x][p x]."""
-    Rh0 = R[0, 0] * h[0] + R[0, 1] * h[1] + R[0, 2] * h[2]
-    Rh1 = R[1, 0] * h[0] + R[1, 1] * h[1] + R[1, 2] * h[2]
-    Rh2 = R[2, 0] * h[0] + R[2, 1] * h[1] + R[2, 2] * h[2]
+def force_to_parent(R, p, f, out):
+    """out = A^* f (:func:`force_in_parent`)."""
+    f_parent = force_in_parent(R, p, f)
+    for r in range(6):
+        out[r] = f_parent[r]
+
+
+@jit
+def composite_inertia_to_parent_add(R, p, m, mc, I_O, m_out, mc_out, I_out):
+    """(m_out, mc_out, I_out) += A^* (m, mc, I_O) A^{-1} (HandC.m's X^T I^C X): a subtree
+    inertia (mass m, first moment mc = m c, rotational inertia I_O about the child origin,
+    child axes) added to its parent's about the parent origin in parent axes. With
+    Rh = R mc: mc' = Rh + m p, I' = R I_O R^T - m [p x]^2 - [p x][Rh x] - [Rh x][p x]."""
+    Rh0 = R[0, 0] * mc[0] + R[0, 1] * mc[1] + R[0, 2] * mc[2]
+    Rh1 = R[1, 0] * mc[0] + R[1, 1] * mc[1] + R[1, 2] * mc[2]
+    Rh2 = R[2, 0] * mc[0] + R[2, 1] * mc[1] + R[2, 2] * mc[2]
     pp = p[0] * p[0] + p[1] * p[1] + p[2] * p[2]
     ph = p[0] * Rh0 + p[1] * Rh1 + p[2] * Rh2
-    for r in range(3):
-        Rh_r = Rh0 if r == 0 else Rh1 if r == 1 else Rh2
-        for c in range(3):
-            Rh_c = Rh0 if c == 0 else Rh1 if c == 1 else Rh2
-            acc = 0.0
-            for a in range(3):
-                for b in range(3):
-                    acc += R[r, a] * I_O[a, b] * R[c, b]
+    for col in range(3):
+        # column col of I_O R^T, then R times it: R I_O R^T in 54 products
+        t0 = I_O[0, 0] * R[col, 0] + I_O[0, 1] * R[col, 1] + I_O[0, 2] * R[col, 2]
+        t1 = I_O[1, 0] * R[col, 0] + I_O[1, 1] * R[col, 1] + I_O[1, 2] * R[col, 2]
+        t2 = I_O[2, 0] * R[col, 0] + I_O[2, 1] * R[col, 1] + I_O[2, 2] * R[col, 2]
+        Rh_col = Rh0 if col == 0 else Rh1 if col == 1 else Rh2
+        for r in range(3):
+            Rh_r = Rh0 if r == 0 else Rh1 if r == 1 else Rh2
+            delta = 1.0 if r == col else 0.0
             # -m [p x]^2 = m (|p|^2 E - p p^T); -[p x][Rh x] - [Rh x][p x] = 2 (p.Rh) E - p Rh^T - Rh p^T
-            delta = 1.0 if r == c else 0.0
-            acc += m * (pp * delta - p[r] * p[c]) + 2.0 * ph * delta - p[r] * Rh_c - Rh_r * p[c]
-            I_out[r, c] += acc
-        h_out[r] += Rh_r + m * p[r]
+            I_out[r, col] += R[r, 0] * t0 + R[r, 1] * t1 + R[r, 2] * t2 \
+                + m * (pp * delta - p[r] * p[col]) + 2.0 * ph * delta - p[r] * Rh_col \
+                - Rh_r * p[col]
+        mc_out[col] += Rh_col + m * p[col]
     m_out[0] += m
 
 
+# --- RNEA (ID.m) ---
+
 @jit
-def crba_kernel(parent, joint_type, axis, placement_R, placement_p, I, mass, com, q, M):
-    """Joint-space mass matrix by the composite-rigid-body algorithm on rotations and
-    translations: composite inertias (m, h = m c, I_O) summed children first, then
-    M_ij = S_j . (^jX_i)^* I^C_i S_i along the path from i to the root.
-    q: (n_samples, n); M: (n_samples, n, n) output."""
+def base_motion(gravity, v_0, a_0):
+    """v_0 = 0, a_0 = [0; -g]: the base at rest but accelerating against gravity, so that
+    every link's acceleration and wrench include it (ID.m's a_0 = -a_grav)."""
+    for r in range(3):
+        v_0[r] = 0.0
+        v_0[r + 3] = 0.0
+        a_0[r] = 0.0
+        a_0[r + 3] = -gravity[r]
+
+
+@jit
+def rnea_sample(model, ws, chunk, q, qd, qdd, tau):
+    """tau = ID(q, q', q'') with gravity for one sample (q, qd, qdd, tau: (n,)), in slot
+    ``chunk`` of the workspace: the forward and backward loops of the module docstring."""
+    R, p, vJ, v, a, h, f = ws.R[chunk], ws.p[chunk], ws.vJ[chunk], ws.v[chunk], \
+        ws.a[chunk], ws.h[chunk], ws.f[chunk]
+    joint_type, axis, parent = model.joint_type, model.axis, model.parent
     n = parent.shape[0]
-    R = np.empty((n, 3, 3))
-    p = np.empty((n, 3))
-    E = np.empty((3, 3))
-    mC = np.empty((n, 1))
-    hC = np.empty((n, 3))
-    IC = np.empty((n, 3, 3))
-    S = np.zeros(6)
-    F = np.empty(6)
-    Fp = np.empty(6)
-    for s in range(q.shape[0]):
-        for i in range(n):
-            link_pose_in_parent(joint_type[i], axis[i], placement_R[i], placement_p[i],
-                                q[s, i], E, R[i], p[i])
-            mC[i, 0] = mass[i]
-            hC[i] = mass[i] * com[i]
-            IC[i] = I[i, :3, :3]
-        for c in range(n - 1, -1, -1):
-            if parent[c] >= 0:
-                composite_inertia_to_parent_add(R[c], p[c], mC[c, 0], hC[c], IC[c],
-                                                mC[parent[c]], hC[parent[c]], IC[parent[c]])
-        M[s] = 0.0  # joints on different branches do not couple
-        for i in range(n):
-            S[:] = 0.0
-            off = 0 if joint_type[i] == JOINT_REVOLUTE else 3
-            S[off:off + 3] = axis[i]
-            inertia_times(IC[i], mC[i, 0], hC[i], S, F)
-            M[s, i, i] = axis[i, 0] * F[off] + axis[i, 1] * F[off + 1] + axis[i, 2] * F[off + 2]
-            j = i
-            while parent[j] >= 0:
-                Fp[:] = 0.0
-                force_to_parent_add(R[j], p[j], F, Fp)
-                F[:] = Fp
-                j = parent[j]
-                oj = 0 if joint_type[j] == JOINT_REVOLUTE else 3
-                M[s, i, j] = axis[j, 0] * F[oj] + axis[j, 1] * F[oj + 1] + axis[j, 2] * F[oj + 2]
-                M[s, j, i] = M[s, i, j]
+    base_motion(model.gravity, ws.w_v0[chunk], ws.w_a0[chunk])   # v_0 = 0, a_0 = -a_grav
+    for i in range(n):
+        link_pose_in_parent(joint_type[i], axis[i], model.placement_R[i],
+                            model.placement_p[i], q[i], ws.E[chunk], R[i], p[i])
+        par = parent[i]
+        v_par = ws.w_v0[chunk] if par < 0 else v[par]
+        a_par = ws.w_a0[chunk] if par < 0 else a[par]
+        joint_screw(joint_type[i], axis[i], qd[i], vJ)            # vJ = S q'
+        motion_to_child(R[i], p[i], v_par, v[i])                  # v = X v_par
+        joint_screw_add(joint_type[i], axis[i], qd[i], v[i])      #     + S q'
+        motion_to_child(R[i], p[i], a_par, a[i])                  # a = X a_par
+        joint_screw_add(joint_type[i], axis[i], qdd[i], a[i])     #     + S q''
+        motion_cross_add(v[i], vJ, 1.0, a[i])                     #     + v x vJ
+        I_O, m, mc = model.rotational_inertia[i], model.mass[i], model.first_moment[i]
+        inertia_times(I_O, m, mc, a[i], f[i])                     # f = I a
+        inertia_times(I_O, m, mc, v[i], h)                        # h = I v
+        force_cross_add(v[i], h, 1.0, f[i])                       #     + v x^* h
+    for i in range(n - 1, -1, -1):
+        tau[i] = joint_screw_dot(joint_type[i], axis[i], f[i])    # tau = S^T f
+        if parent[i] >= 0:
+            force_to_parent_add(R[i], p[i], f[i], f[parent[i]])   # f_par += X^T f
+
+
+@jit
+def rnea_kernel(model, ws, chunk, first, last, q_stack, tau):
+    """tau[s] = ID(q, q', q'') with gravity at the samples s = first..last-1: q_stack
+    (n_samples, >= 3, n) raw derivatives (q_stack[s, r] = q^(r)), tau (n_samples, n)
+    output; model a KernelModel, ws an :class:`RneaWorkspace`, ``chunk`` its slot
+    (``cmtm.api.run_chunks`` runs the chunks on threads). The arguments are ``borrowed``."""
+    model, ws, q_stack, tau = borrowed((model, ws, q_stack, tau))
+    for s in range(first, last):
+        rnea_sample(model, ws, chunk, q_stack[s, 0], q_stack[s, 1], q_stack[s, 2], tau[s])
+
+
+# --- CRBA (HandC.m) ---
+
+@jit
+def crba_sample(model, ws, chunk, q, M):
+    """M = H(q) for one sample (q: (n,), M: (n, n)), in slot ``chunk`` of the workspace:
+    composite inertias children first, then the columns of the module docstring along
+    each link's support (model.support_start / support)."""
+    R, p, S, F = ws.R[chunk], ws.p[chunk], ws.S[chunk], ws.F[chunk]
+    m_C, mc_C, I_C = ws.m_C[chunk], ws.mc_C[chunk], ws.I_C[chunk]
+    joint_type, axis, parent = model.joint_type, model.axis, model.parent
+    support, support_start = model.support, model.support_start
+    n = parent.shape[0]
+    for i in range(n):
+        link_pose_in_parent(joint_type[i], axis[i], model.placement_R[i],
+                            model.placement_p[i], q[i], ws.E[chunk], R[i], p[i])
+        m_C[i, 0] = model.mass[i]                                 # I^C = I
+        for r in range(3):
+            mc_C[i, r] = model.first_moment[i, r]
+            for col in range(3):
+                I_C[i, r, col] = model.rotational_inertia[i, r, col]
+    for i in range(n - 1, -1, -1):
+        par = parent[i]
+        if par >= 0:                                              # I^C_par += X^T I^C X
+            composite_inertia_to_parent_add(R[i], p[i], m_C[i, 0], mc_C[i], I_C[i],
+                                            m_C[par], mc_C[par], I_C[par])
+    for i in range(n):                                            # off the supports
+        for j in range(n):
+            M[i, j] = 0.0
+    for i in range(n):
+        joint_screw(joint_type[i], axis[i], 1.0, S)               # S_i
+        inertia_times(I_C[i], m_C[i, 0], mc_C[i], S, F[i])         # F = I^C S
+        M[i, i] = joint_screw_dot(joint_type[i], axis[i], F[i])   # H_ii = S^T F
+        for k in range(support_start[i] + 1, support_start[i + 1]):
+            child, j = support[k - 1], support[k]
+            force_to_parent(R[child], p[child], F[child], F[j])   # F = X^T F
+            M[i, j] = joint_screw_dot(joint_type[j], axis[j], F[j])   # H_ij = S_j^T F
+            M[j, i] = M[i, j]
+
+
+@jit
+def crba_kernel(model, ws, chunk, first, last, q, M):
+    """M[s] = H(q[s]), the joint-space mass matrix at the samples s = first..last-1:
+    q (n_samples, n), M (n_samples, n, n) output; model a KernelModel, ws a
+    :class:`CrbaWorkspace`, ``chunk`` its slot (``cmtm.api.run_chunks``). The arguments
+    are ``borrowed``."""
+    model, ws, q, M = borrowed((model, ws, q, M))
+    for s in range(first, last):
+        crba_sample(model, ws, chunk, q[s], M[s])

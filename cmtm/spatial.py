@@ -2,24 +2,29 @@
 
 Symbol table (paper -> code, shape, float64):
 
-=====================  ==================  =======
-[a x_3]                ``skew(a)``         (3, 3)
-[u x_6]                ``motion_cross``    (6, 6)
-[u x_6^*]              ``force_cross``     (6, 6)   = -[u x_6]^T
-[y hat x_6]            ``motion_hat``      (6, 6)   [x x] y = [y hat x] x
-[h hat x_6^*]          ``force_hat``       (6, 6)   [x x^*] h = [h hat x^*] x
-A (motion transform)   ``motion_transform(R, p)``   [[R, 0], [[p x] R, R]]
-=====================  ==================  =======
+========  ==================================  ======  ==================================
+paper     code                                shape
+========  ==================================  ======  ==================================
+[a x_3]   ``skew(a)``, ``skew_into(a, out)``  (3, 3)
+[u x_6]   ``motion_cross_into(u, out)``       (6, 6)  [[w x, 0], [v x, w x]], u = [w; v]
+A^{-1}    ``motion_transform_inverse(R, p)``  (6, 6)  [[R^T, 0], [-R^T [p x], R^T]]
+          ``placement_inverse_into``
+S         ``joint_screw(joint_type, axis)``   (6,)    [a; 0] revolute, [0; a] prismatic
+          ``joint_screw_into``
+========  ==================================  ======  ==================================
+
+``joint_type`` holds the codes of kinematic_trees.joint_types (JOINT_REVOLUTE,
+JOINT_PRISMATIC), which Numba freezes into the kernels as compile-time constants.
 
 Small dense products are written as loops: Numba compiles them to straight-line code,
-far cheaper than a BLAS call on 6x6 operands.
+far cheaper than a BLAS call on 6x6 operands. Kernels call the ``_into`` forms, which
+write into a given array: the allocating forms are for tests and references. The dense operators that no kernel builds
+([u x_6] as a new array, [u x_6^*], the motion transform A) are in cmtm.reference.
 """
 import numpy as np
 
 from cmtm._jit import jit
-
-JOINT_REVOLUTE = 0
-JOINT_PRISMATIC = 1
+from kinematic_trees.joint_types import JOINT_PRISMATIC, JOINT_REVOLUTE  # noqa: F401 (re-exported)
 
 
 @jit
@@ -45,63 +50,26 @@ def skew(a):
 
 
 @jit
-def motion_cross(u):
-    """[u x_6] = [[w x, 0], [v x, w x]] for the twist u = [w; v] (§1.1), as a new array."""
-    out = np.empty((6, 6))
-    motion_cross_into(u, out)
-    return out
-
-
-@jit
-def force_cross(u):
-    """[u x_6^*] = -[u x_6]^T = [[w x, v x], [0, w x]] (§1.1)."""
-    out = np.zeros((6, 6))
-    w = skew(u[:3])
-    v = skew(u[3:])
-    out[:3, :3] = w
-    out[3:, 3:] = w
-    out[:3, 3:] = v
-    return out
-
-
-@jit
-def motion_hat(y):
-    """[y hat x_6] = -[y x_6], so that [x x_6] y = [y hat x_6] x (hat-swap, §1.1)."""
-    return -motion_cross(y)
-
-
-@jit
-def force_hat(h):
-    """[h hat x_6^*] = -[[n x, f x], [f x, 0]] for h = [n; f], so [x x^*] h = [h hat x^*] x."""
-    out = np.zeros((6, 6))
-    n = skew(h[:3])
-    f = skew(h[3:])
-    out[:3, :3] = -n
-    out[:3, 3:] = -f
-    out[3:, :3] = -f
-    return out
-
-
-@jit
-def motion_transform(R, p):
-    """A = [[R, 0], [[p x] R, R]]: maps twists in frame c to frame p, (R, p) = pose of c in p."""
-    out = np.zeros((6, 6))
-    pxR = skew(p) @ R
-    out[:3, :3] = R
-    out[3:, 3:] = R
-    out[3:, :3] = pxR
-    return out
-
-
-@jit
 def motion_transform_inverse(R, p):
-    """A^{-1} = [[R^T, 0], [-R^T [p x], R^T]] (§1.1)."""
-    out = np.zeros((6, 6))
-    Rt = R.T.copy()
-    out[:3, :3] = Rt
-    out[3:, 3:] = Rt
-    out[3:, :3] = -(Rt @ skew(p))
+    """A^{-1} = [[R^T, 0], [-R^T [p x], R^T]] (§1.1) as a new array (see
+    ``placement_inverse_into``)."""
+    out = np.empty((6, 6))
+    placement_inverse_into(R, p, out)
     return out
+
+
+@jit
+def placement_inverse_into(R, p, out):
+    """out = A^{-1} = [[R^T, 0], [-R^T [p x], R^T]] for the pose (R, p) (§1.1), without
+    allocating; row r of -R^T [p x] is (p x R[:, r])^T."""
+    for r in range(3):
+        for c in range(3):
+            out[r, c] = R[c, r]
+            out[r + 3, c + 3] = R[c, r]
+            out[r, c + 3] = 0.0
+        out[r + 3, 0] = p[1] * R[2, r] - p[2] * R[1, r]
+        out[r + 3, 1] = p[2] * R[0, r] - p[0] * R[2, r]
+        out[r + 3, 2] = p[0] * R[1, r] - p[1] * R[0, r]
 
 
 @jit
@@ -125,12 +93,19 @@ def motion_transform_inverse_into(A, out):
 @jit
 def joint_screw(joint_type, axis):
     """S: [a; 0] for a revolute joint, [0; a] for a prismatic one (joint frame)."""
-    S = np.zeros(6)
-    if joint_type == JOINT_REVOLUTE:
-        S[:3] = axis
-    else:
-        S[3:] = axis
+    S = np.empty(6)
+    joint_screw_into(joint_type, axis, S)
     return S
+
+
+@jit
+def joint_screw_into(joint_type, axis, out):
+    """out = S (see ``joint_screw``), without allocating."""
+    offset = 0 if joint_type == JOINT_REVOLUTE else 3
+    for r in range(6):
+        out[r] = 0.0
+    for r in range(3):
+        out[offset + r] = axis[r]
 
 
 @jit
@@ -194,14 +169,18 @@ def motion_block_mul_add(X, Y, scale, out):
 @jit
 def motion_block_mul(X, Y, out):
     """out = X @ Y for blocks of the form [[P, 0], [Q, P]] (see motion_block_mul_add)."""
-    out[:] = 0.0
+    for r in range(6):
+        for c in range(6):
+            out[r, c] = 0.0
     motion_block_mul_add(X, Y, 1.0, out)
 
 
 @jit
 def motion_cross_into(u, out):
     """out = [u x_6] = [[w x, 0], [v x, w x]] for u = [w; v], without allocating."""
-    out[:] = 0.0
+    for r in range(6):
+        for c in range(6):
+            out[r, c] = 0.0
     w0, w1, w2, v0, v1, v2 = u[0], u[1], u[2], u[3], u[4], u[5]
     for d in (0, 3):
         out[d + 0, d + 1] = -w2

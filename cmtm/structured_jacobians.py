@@ -31,17 +31,28 @@ every pair costs dot products of 6-vector jets instead of 6x6 block convolutions
 
 L = k + 1 + (deepest input order offset requested): k+1 tangents, k+2 velocities and
 momenta, k+3 forces and torques. Everything inside is Taylor-scaled.
+
+Tree walks and threads. The pairs (i, j in P(i)) are walked through the KernelModel's
+support arrays, the strict descendants of i through its subtree range. The samples are
+split into contiguous chunks, one per thread (``cmtm.api.run_chunks``), each with its own
+slot of every work array of :class:`JacobianWorkspace`; every work array is rewritten
+before it is read in each sample, so results do not depend on the chunking, and no
+kernel allocates.
 """
+from typing import NamedTuple
+
 import numpy as np
 
 from cmtm._jit import jit
 from cmtm.dynamics import momentum_stacks
-from cmtm.kinematics import (joint_geometry, link_cmtm_pass, relative_cmtm_inverse,
-                             root_velocity_stack, velocity_pass)
+from cmtm.kernel_model import borrowed
+from cmtm.kinematics import (joint_constants, link_cmtm_pass, relative_cmtm_inverse,
+                             velocity_pass)
 from cmtm.spatial import matvec6
-from cmtm.torque_jacobian import torque_jacobian_sample, torque_workspace
-from cmtm.taylor import (conv_block_vec, conv_blockT_vec, derivative_stack, force_cross_conv,
-                         motion_cross_conv, raw_block_coefficients, write_raw_blocks)
+from cmtm.taylor import (add_blocks, add_stack, conv_block_vec, conv_blockT_vec, copy_blocks,
+                         copy_stack, derivative_stack, force_cross_conv, motion_cross_conv,
+                         raw_block_coefficients, write_raw_blocks, zero_blocks, zero_stack)
+from cmtm.torque_jacobian import TorqueWorkspace, torque_jacobian_sample, torque_workspace
 
 QUANTITIES = ("joint_velocity", "joint_tangent", "link_tangent", "link_velocity",
               "link_momentum", "link_momentum_world", "joint_momentum_world",
@@ -56,23 +67,109 @@ INPUT_OFFSET = (1, 0, 0, 1, 1, 1, 1, 1, 2, 2, 2)
  JOINT_TORQUE) = range(11)
 
 
+# --- What a set of wanted quantities needs ---
+
+@jit
+def any_of(wanted, first, last):
+    """True if any of wanted[first..last] is set."""
+    for q in range(first, last + 1):
+        if wanted[q]:
+            return True
+    return False
+
+
+@jit
+def jacobian_flags(wanted):
+    """(tangents, kinematic, world, forces): the passes the wanted quantities need, the link
+    tangents Gx, the gravity-free kinematic rows, the world momenta, the force rows."""
+    kinematic = any_of(wanted, LINK_VELOCITY, JOINT_MOMENTUM)
+    forces = wanted[LINK_FORCE] or wanted[JOINT_FORCE]
+    world = any_of(wanted, LINK_MOMENTUM_WORLD, JOINT_MOMENTUM) or wanted[JOINT_FORCE]
+    tangents = wanted[LINK_TANGENT] or kinematic or forces
+    return tangents, kinematic, world, forces
+
+
+def jacobian_sizes(n, order, wanted):
+    """(k+1, L, Lv, n_pairs, n_world, n_torque) of :class:`JacobianWorkspace` for n links,
+    order k and the (11,) bool mask ``wanted``: L = k+1 + the deepest input offset, Lv =
+    max(L-1, 1), and n or 0 links for the pair arrays, world pair arrays and torque arrays
+    as the quantities need them."""
+    tangents, _, world, _ = jacobian_flags(wanted)
+    L = order + 1 + max(INPUT_OFFSET[q] for q in range(len(QUANTITIES)) if wanted[q])
+    return (order + 1, L, max(L - 1, 1), n if tangents else 0, n if world else 0,
+            n if wanted[JOINT_TORQUE] else 0)
+
+
+class JacobianWorkspace(NamedTuple):
+    """Arrays of :func:`jacobian_kernel` (sizes from :func:`jacobian_sizes`). S ... root
+    are shared by every chunk and filled once by :func:`jacobian_workspace`; the others
+    have a leading chunk axis, slot c for chunk c of the samples (shapes below per slot)."""
+
+    S: np.ndarray           # (n, 6) joint screws
+    A0inv: np.ndarray       # (n, 6, 6) inverse joint placements
+    coef: np.ndarray        # (k+1, k+3, 3) raw_block_coefficients
+    root: np.ndarray        # (2, Lv, 6) base velocity stacks: at rest, gravity trick (§3.3)
+    Xup: np.ndarray         # (n, L, 6, 6) relative CMTMs
+    XJinv: np.ndarray       # (L, 6, 6) joint CMTM inverse of one joint
+    sin_q: np.ndarray       # (L,) its sin and cos jets
+    cos_q: np.ndarray       # (L,)
+    skew_axis: np.ndarray   # (3, 3) [a x] of its axis
+    Gx: np.ndarray          # (n_pairs, n_pairs, L, 6) link tangent columns
+    G1: np.ndarray          # (2, k+1, 6) joint tangent / velocity columns
+    state: np.ndarray       # (2, 3, n, Lv, 6) [free, gravity] x [nu, h_L, h_J]
+    Xinv_L: np.ndarray      # (n, Lv, 6, 6) link CMTM inverses
+    X_L: np.ndarray         # (n, Lv, 6, 6) link CMTMs
+    pose: np.ndarray        # (6, 6) one link pose
+    crosses: np.ndarray     # (L, 6, 6) its [nu_m x]
+    V: np.ndarray           # (n_pairs, n_pairs, 2, Lv, 6)
+    H: np.ndarray           # (n_pairs, n_pairs, 2, Lv, 6)
+    W: np.ndarray           # (n_world, n_world, 2, Lv, 6)
+    WJ: np.ndarray          # (n_world, n_world, 2, Lv, 6)
+    local: np.ndarray       # (Lv, 6) scratch of world_momentum_rule
+    HJ: np.ndarray          # (2, Lv, 6) one pair's joint momentum columns
+    F: np.ndarray           # (3, max(Lv-1, 1), 6) one pair's force columns
+    torque: TorqueWorkspace  # of torque_jacobian_sample (n_torque links)
+
+
+def jacobian_workspace(model, order, wanted, n_chunks):
+    """A :class:`JacobianWorkspace` for the KernelModel ``model``, order k, the (11,) bool
+    mask ``wanted`` and n_chunks chunks."""
+    n = model.parent.shape[0]
+    k1, L, Lv, n_pairs, n_world, n_torque = jacobian_sizes(n, order, wanted)
+
+    def slots(*shape):
+        return np.zeros((n_chunks,) + shape)
+    S, A0inv, root = joint_constants(model, Lv)
+    pairs, world_pairs = (n_pairs, n_pairs, 2, Lv, 6), (n_world, n_world, 2, Lv, 6)
+    return JacobianWorkspace(
+        S=S, A0inv=A0inv, coef=raw_block_coefficients(k1, k1 + 2, 3), root=root,
+        Xup=slots(n, L, 6, 6), XJinv=slots(L, 6, 6), sin_q=slots(L), cos_q=slots(L),
+        skew_axis=slots(3, 3), Gx=slots(n_pairs, n_pairs, L, 6), G1=slots(2, k1, 6),
+        state=slots(2, 3, n, Lv, 6), Xinv_L=slots(n, Lv, 6, 6), X_L=slots(n, Lv, 6, 6),
+        pose=slots(6, 6), crosses=slots(L, 6, 6), V=slots(*pairs), H=slots(*pairs),
+        W=slots(*world_pairs), WJ=slots(*world_pairs), local=slots(Lv, 6),
+        HJ=slots(2, Lv, 6), F=slots(3, max(Lv - 1, 1), 6),
+        torque=torque_workspace(n_torque, max(Lv, 2), n_chunks))
+
+
 # --- Elemental rules on first columns (Lemmas 2-6) ---
 
 @jit
-def tangent_sweep(parent, S, Xup, Gx):
+def tangent_sweep(model, S, Xup, Gx):
     """Lemma 2 steps 1-2, recursive form: column j of J_{x_{L_i}} is
-    Gx[i, i] = S_i (order 0 only) and Gx[i, j] = (^pX_i)^{-1} Gx[p(i), j] for j in P(p(i)).
+    Gx[i, i] = S_i (order 0 only) and Gx[i, j] = (^pX_i)^{-1} Gx[p(i), j] for j in P(p(i)),
+    the support of i after i itself.
 
     S: (n, 6); Xup: (n, L, 6, 6); Gx: (n, n, L, 6), filled for ancestor pairs only.
     """
-    for i in range(parent.shape[0]):
-        Gx[i, i] = 0.0
-        Gx[i, i, 0] = S[i]
-        j = parent[i]
-        while j >= 0:
-            Gx[i, j] = 0.0
-            conv_block_vec(Xup[i], Gx[parent[i], j], Gx[i, j])
-            j = parent[j]
+    for i in range(model.parent.shape[0]):
+        zero_stack(Gx[i, i])
+        for c in range(6):
+            Gx[i, i, 0, c] = S[i, c]
+        for t in range(model.support_start[i] + 1, model.support_start[i + 1]):
+            j = model.support[t]
+            zero_stack(Gx[i, j])
+            conv_block_vec(Xup[i], Gx[model.parent[i], j], Gx[i, j])
 
 
 @jit
@@ -80,14 +177,14 @@ def velocity_rule(nu, Gx, V):
     """Lemma 2 step 3, dv = U([v x]_T) dx: V_0 = Gx' + [nu x] Gx, V_1 = Gx (§6.3)."""
     derivative_stack(Gx, V[0])
     motion_cross_conv(nu, Gx, V[0])
-    V[1] = Gx[:V.shape[1]]
+    copy_stack(Gx, V[1])
 
 
 @jit
 def inertia_rule(I, V, H):
     """Lemma 3: dh_L = diag(I..I) dv_L, so H_s = I V_s."""
-    H[:] = 0.0
     for s in range(V.shape[0]):
+        zero_stack(H[s])
         for m in range(V.shape[1]):
             matvec6(I, V[s, m], H[s, m])
 
@@ -96,9 +193,9 @@ def inertia_rule(I, V, H):
 def world_momentum_rule(Xinv_L, h_L, Gx, H, local, W):
     """Lemma 4 step 1: d~h = X^*(dh + [h hat x^*]_T dx), with [h hat x^*] dx = [dx x^*] h and
     X^* the blockwise transpose of X_L^{-1} (§2.3); ``local`` is a work array like H[0]."""
-    local[:] = H[0]
+    copy_stack(H[0], local)
     force_cross_conv(Gx, h_L, local)
-    W[:] = 0.0
+    zero_blocks(W)
     conv_blockT_vec(Xinv_L, local, W[0])
     conv_blockT_vec(Xinv_L, H[1], W[1])
 
@@ -109,7 +206,7 @@ def local_momentum_rule(X_L, h_J, Gx, WJ, ancestor, HJ):
     and [h_J hat x^*] dx = [dx x^*] h_J. The tangent term is present only when joint j is
     an ancestor of link i (``ancestor``); otherwise dx_L = 0.
     """
-    HJ[:] = 0.0
+    zero_blocks(HJ)
     conv_blockT_vec(X_L, WJ[0], HJ[0])
     conv_blockT_vec(X_L, WJ[1], HJ[1])
     if ancestor:
@@ -122,231 +219,196 @@ def force_rule(nu, h, H, V, ancestor, F):
     F_0 = H_0' + [nu x^*] H_0 + [V_0 x^*] h, F_1 = H_1' + H_0 + [nu x^*] H_1 + [V_1 x^*] h,
     F_2 = H_1.
     """
-    F[:] = 0.0
+    zero_blocks(F)
     for s in range(2):
         derivative_stack(H[s], F[s])
         force_cross_conv(nu, H[s], F[s])
         if ancestor:
             force_cross_conv(V[s], h, F[s])
-    F[1] += H[0, :F.shape[1]]
-    F[2] = H[1, :F.shape[1]]
+    add_stack(H[0], F[1])
+    copy_stack(H[1], F[2])
 
 
-# --- Sweeps over the tree ---
+# --- Sweeps over the tree (pairs (i, j): j in the support of i, then, for joint
+# dynamics, j a strict descendant of i) ---
 
 @jit
-def link_sweep(parent, I, Xinv_L, nu, h_L, Gx, momentum, world, V, H, W):
-    """Forward sweep for ancestor pairs: V, and if ``momentum`` H, if ``world`` W, of every
-    (i, j in P(i))."""
-    local = np.empty(V.shape[3:])
-    for i in range(parent.shape[0]):
-        j = i
-        while j >= 0:
+def link_sweep(model, ws, chunk, state, momentum, world):
+    """Forward sweep for the support pairs (i, j in P(i)): V, and if ``momentum`` H, if
+    ``world`` W (and H), from the pass ``state`` = (nu, h_L, h_J)."""
+    nu, h_L, I = state[0], state[1], model.spatial_inertia
+    Gx, V, H, W = ws.Gx[chunk], ws.V[chunk], ws.H[chunk], ws.W[chunk]
+    for i in range(model.parent.shape[0]):
+        for t in range(model.support_start[i], model.support_start[i + 1]):
+            j = model.support[t]
             velocity_rule(nu[i], Gx[i, j], V[i, j])
             if momentum or world:
                 inertia_rule(I[i], V[i, j], H[i, j])
             if world:
-                world_momentum_rule(Xinv_L[i], h_L[i], Gx[i, j], H[i, j], local, W[i, j])
-            j = parent[j]
+                world_momentum_rule(ws.Xinv_L[chunk, i], h_L[i], Gx[i, j], H[i, j],
+                                    ws.local[chunk], W[i, j])
 
 
 @jit
-def subtree_sum_sweep(parent, W, WJ):
+def subtree_sum_sweep(model, W, WJ):
     """Lemma 4 step 2 as a backward sweep: WJ[i, j] = W[i, j] + sum_c WJ[c, j], j in P(i).
 
     For a descendant j of i the sum is WJ[j, j] (only the subtree of j moves with q_j).
     """
-    n = parent.shape[0]
-    for i in range(n):
-        j = i
-        while j >= 0:
-            WJ[i, j] = W[i, j]
-            j = parent[j]
-    for c in range(n - 1, -1, -1):
-        p = parent[c]
-        j = p
-        while j >= 0:
-            WJ[p, j] += WJ[c, j]
-            j = parent[j]
+    support, support_start = model.support, model.support_start
+    for i in range(model.parent.shape[0]):
+        for t in range(support_start[i], support_start[i + 1]):
+            copy_blocks(W[i, support[t]], WJ[i, support[t]])
+    for c in range(model.parent.shape[0] - 1, -1, -1):
+        p = model.parent[c]
+        if p >= 0:
+            for t in range(support_start[p], support_start[p + 1]):
+                add_blocks(WJ[c, support[t]], WJ[p, support[t]])
 
 
 @jit
-def supporting_joints(parent, subtree_end, i):
-    """P(i) and C(i) of link i: its ancestors (with i) and its strict descendants."""
-    count = 0
-    j = i
-    while j >= 0:
-        count += 1
-        j = parent[j]
-    out = np.empty(count + subtree_end[i] - i - 1, dtype=np.int64)
-    j = i
-    for t in range(count):
-        out[t] = j
-        j = parent[j]
-    for t in range(i + 1, subtree_end[i]):
-        out[count + t - i - 1] = t
-    return out
-
-
-# --- The batched kernel ---
-
-@jit
-def any_of(wanted, first, last):
-    """True if any of wanted[first..last] is set."""
-    for q in range(first, last + 1):
-        if wanted[q]:
-            return True
-    return False
-
-
-@jit
-def tangent_rows(parent, S, Gx, coef, wanted, outputs, smp):
+def tangent_rows(model, ws, chunk, wanted, outputs, smp):
     """Lemma 1 (joint tangent and joint velocity: S_i on their own joint) and Lemma 2
-    (link tangent: Gx over the ancestors) written as raw blocks for sample ``smp``."""
-    k1 = outputs[JOINT_TANGENT].shape[1] if wanted[JOINT_TANGENT] else \
-        outputs[JOINT_VELOCITY].shape[1] if wanted[JOINT_VELOCITY] else \
-        outputs[LINK_TANGENT].shape[1]
-    G1 = np.zeros((2, k1, 6))
-    for i in range(parent.shape[0]):
+    (link tangent: Gx over the support) written as raw blocks for sample ``smp``."""
+    S, Gx, G1, coef = ws.S, ws.Gx[chunk], ws.G1[chunk], ws.coef
+    for i in range(model.parent.shape[0]):
         if wanted[JOINT_TANGENT]:
-            G1[:] = 0.0
-            G1[0, 0] = S[i]
+            zero_blocks(G1)
+            for c in range(6):
+                G1[0, 0, c] = S[i, c]
             write_raw_blocks(G1[:1], coef, 6 * i, i, outputs[JOINT_TANGENT][smp])
         if wanted[JOINT_VELOCITY]:
-            G1[:] = 0.0
-            G1[1, 0] = S[i]
+            zero_blocks(G1)
+            for c in range(6):
+                G1[1, 0, c] = S[i, c]
             write_raw_blocks(G1, coef, 6 * i, i, outputs[JOINT_VELOCITY][smp])
         if wanted[LINK_TANGENT]:
-            j = i
-            while j >= 0:
-                write_raw_blocks(Gx[i, j:j + 1, :k1], coef, 6 * i, j,
-                                 outputs[LINK_TANGENT][smp])
-                j = parent[j]
+            for t in range(model.support_start[i], model.support_start[i + 1]):
+                j = model.support[t]
+                write_raw_blocks(Gx[i, j:j + 1], coef, 6 * i, j, outputs[LINK_TANGENT][smp])
 
 
 @jit
-def momentum_rows(parent, subtree_end, I, Xinv_L, X_L, state, Gx, coef, wanted, world, pairs,
-                  outputs, smp):
-    """Lemmas 2-4 on the gravity-free pass: link velocity, link momentum (local, world),
-    joint momentum (world, local) raw blocks for sample ``smp``."""
-    V, H, W, WJ, HJ, F = pairs
-    nu, h_L, h_J = state[0], state[1], state[2]
-    link_sweep(parent, I, Xinv_L, nu, h_L, Gx, wanted[LINK_MOMENTUM], world, V, H, W)
-    for i in range(parent.shape[0]):
-        j = i
-        while j >= 0:
+def joint_momentum_pair(ws, chunk, state, i, j, wanted, outputs, smp):
+    """Joint momentum columns (world, local) of the pair (i, j): WJ[i, j] for j in P(i),
+    WJ[j, j] for a strict descendant j (Lemma 4), then Lemma 4 step 3."""
+    ancestor = j <= i
+    src = ws.WJ[chunk, i, j] if ancestor else ws.WJ[chunk, j, j]
+    if wanted[JOINT_MOMENTUM_WORLD]:
+        write_raw_blocks(src, ws.coef, 6 * i, j, outputs[JOINT_MOMENTUM_WORLD][smp])
+    if wanted[JOINT_MOMENTUM]:
+        HJ = ws.HJ[chunk]
+        local_momentum_rule(ws.X_L[chunk, i], state[2, i], ws.Gx[chunk, i, j], src, ancestor,
+                            HJ)
+        write_raw_blocks(HJ, ws.coef, 6 * i, j, outputs[JOINT_MOMENTUM][smp])
+
+
+@jit
+def momentum_rows(model, ws, chunk, state, wanted, world, outputs, smp):
+    """Lemmas 2-4 on the gravity-free pass ``state``: link velocity, link momentum (local,
+    world), joint momentum (world, local) raw blocks for sample ``smp``."""
+    V, H, W, coef = ws.V[chunk], ws.H[chunk], ws.W[chunk], ws.coef
+    link_sweep(model, ws, chunk, state, wanted[LINK_MOMENTUM], world)
+    for i in range(model.parent.shape[0]):
+        for t in range(model.support_start[i], model.support_start[i + 1]):
+            j = model.support[t]
             if wanted[LINK_VELOCITY]:
                 write_raw_blocks(V[i, j], coef, 6 * i, j, outputs[LINK_VELOCITY][smp])
             if wanted[LINK_MOMENTUM]:
                 write_raw_blocks(H[i, j], coef, 6 * i, j, outputs[LINK_MOMENTUM][smp])
             if wanted[LINK_MOMENTUM_WORLD]:
                 write_raw_blocks(W[i, j], coef, 6 * i, j, outputs[LINK_MOMENTUM_WORLD][smp])
-            j = parent[j]
     if wanted[JOINT_MOMENTUM_WORLD] or wanted[JOINT_MOMENTUM]:
-        subtree_sum_sweep(parent, W, WJ)
-        for i in range(parent.shape[0]):
-            for j in supporting_joints(parent, subtree_end, i):
-                ancestor = j <= i
-                src = WJ[i, j] if ancestor else WJ[j, j]
-                if wanted[JOINT_MOMENTUM_WORLD]:
-                    write_raw_blocks(src, coef, 6 * i, j, outputs[JOINT_MOMENTUM_WORLD][smp])
-                if wanted[JOINT_MOMENTUM]:
-                    local_momentum_rule(X_L[i], h_J[i], Gx[i, j], src, ancestor, HJ)
-                    write_raw_blocks(HJ, coef, 6 * i, j, outputs[JOINT_MOMENTUM][smp])
+        subtree_sum_sweep(model, W, ws.WJ[chunk])
+        for i in range(model.parent.shape[0]):
+            for t in range(model.support_start[i], model.support_start[i + 1]):
+                joint_momentum_pair(ws, chunk, state, i, model.support[t], wanted, outputs,
+                                    smp)
+            for j in range(i + 1, model.subtree_end[i]):
+                joint_momentum_pair(ws, chunk, state, i, j, wanted, outputs, smp)
 
 
 @jit
-def force_rows(parent, subtree_end, I, Xinv_L, X_L, state, Gx, coef, wanted, pairs, outputs,
-               smp):
-    """Lemmas 2-5 on the gravity pass: link and joint force raw blocks for sample ``smp``.
+def joint_force_pair(ws, chunk, state, i, j, out):
+    """Joint force columns of the pair (i, j) (Lemmas 4-5), j in P(i) or a strict
+    descendant of i, written as raw blocks into out (k+1, 6n, k+3, n)."""
+    ancestor = j <= i
+    src = ws.WJ[chunk, i, j] if ancestor else ws.WJ[chunk, j, j]
+    HJ, F = ws.HJ[chunk], ws.F[chunk]
+    local_momentum_rule(ws.X_L[chunk, i], state[2, i], ws.Gx[chunk, i, j], src, ancestor, HJ)
+    force_rule(state[0, i], state[2, i], HJ, ws.V[chunk, i, j], ancestor, F)
+    write_raw_blocks(F, ws.coef, 6 * i, j, out)
+
+
+@jit
+def force_rows(model, ws, chunk, state, wanted, outputs, smp):
+    """Lemmas 2-5 on the gravity pass ``state``: link and joint force raw blocks for
+    sample ``smp``.
 
     Lemma 4's world frame may be any fixed frame: the gravity root CMTM is constant in q
     and cancels in X^{*-1} (sum X^* ...), so the link CMTMs of the base at rest serve.
     """
-    V, H, W, WJ, HJ, F = pairs
-    nu, h_L, h_J = state[0], state[1], state[2]
-    link_sweep(parent, I, Xinv_L, nu, h_L, Gx, True, wanted[JOINT_FORCE], V, H, W)
+    V, H, F = ws.V[chunk], ws.H[chunk], ws.F[chunk]
+    link_sweep(model, ws, chunk, state, any_of(wanted, LINK_FORCE, JOINT_FORCE),
+               wanted[JOINT_FORCE])
     if wanted[LINK_FORCE]:
-        for i in range(parent.shape[0]):
-            j = i
-            while j >= 0:
-                force_rule(nu[i], h_L[i], H[i, j], V[i, j], True, F)
-                write_raw_blocks(F, coef, 6 * i, j, outputs[LINK_FORCE][smp])
-                j = parent[j]
+        for i in range(model.parent.shape[0]):
+            for t in range(model.support_start[i], model.support_start[i + 1]):
+                j = model.support[t]
+                force_rule(state[0, i], state[1, i], H[i, j], V[i, j], j <= i, F)
+                write_raw_blocks(F, ws.coef, 6 * i, j, outputs[LINK_FORCE][smp])
     if wanted[JOINT_FORCE]:
-        subtree_sum_sweep(parent, W, WJ)
-        for i in range(parent.shape[0]):
-            for j in supporting_joints(parent, subtree_end, i):
-                ancestor = j <= i
-                src = WJ[i, j] if ancestor else WJ[j, j]
-                local_momentum_rule(X_L[i], h_J[i], Gx[i, j], src, ancestor, HJ)
-                force_rule(nu[i], h_J[i], HJ, V[i, j], ancestor, F)
-                write_raw_blocks(F, coef, 6 * i, j, outputs[JOINT_FORCE][smp])
+        subtree_sum_sweep(model, ws.W[chunk], ws.WJ[chunk])
+        for i in range(model.parent.shape[0]):
+            for t in range(model.support_start[i], model.support_start[i + 1]):
+                joint_force_pair(ws, chunk, state, i, model.support[t],
+                                 outputs[JOINT_FORCE][smp])
+            for j in range(i + 1, model.subtree_end[i]):
+                joint_force_pair(ws, chunk, state, i, j, outputs[JOINT_FORCE][smp])
 
 
-@jit
-def pair_workspace(n_pairs, n_world, Lv):
-    """Per-pair first columns (V, H, W, WJ) and per-pair scratch (HJ, F)."""
-    return (np.zeros((n_pairs, n_pairs, 2, Lv, 6)), np.zeros((n_pairs, n_pairs, 2, Lv, 6)),
-            np.zeros((n_world, n_world, 2, Lv, 6)), np.zeros((n_world, n_world, 2, Lv, 6)),
-            np.zeros((2, Lv, 6)), np.zeros((3, max(Lv - 1, 1), 6)))
-
+# --- The batched kernel ---
 
 @jit
-def jacobian_kernel(parent, subtree_end, joint_type, axis, placement_R, placement_p, I,
-                    gravity, qhat, order, wanted, outputs):
-    """Structured Jacobians of every wanted quantity at every sample (raw derivatives).
+def jacobian_kernel(model, ws, chunk, first, last, qhat, wanted, outputs):
+    """Structured Jacobians of every wanted quantity at the samples first..last-1 (raw
+    derivatives), in slot ``chunk`` of the workspace (``cmtm.api.run_chunks`` runs the
+    chunks on threads).
 
+    model: KernelModel; ws: a :class:`JacobianWorkspace` for these quantities and order;
     qhat: (n_samples, >=k+1+s, n) Taylor-scaled; wanted: (11,) bool in QUANTITIES order;
-    outputs[q]: (n_samples, k+1, m_q, k+1+s_q, n), zero-initialised; only the blocks of
-    supporting joints are written. Kinematic rows use a gravity-free pass, forces and
-    torques the base-acceleration pass (§3.3).
+    outputs[q]: (n_samples, k+1, m_q, k+1+s_q, n), zero-initialised, of which only the
+    blocks of supporting joints are written. Kinematic rows use a gravity-free pass,
+    forces and torques the base-acceleration pass (§3.3). The arguments are ``borrowed``
+    (``cmtm.comprehensive``): their views in the pair loops count no references.
     """
-    n = parent.shape[0]
-    k1 = order + 1
-    depth = 0
-    for q in range(11):
-        if wanted[q]:
-            depth = max(depth, INPUT_OFFSET[q])
-    L = k1 + depth
-    Lv = max(L - 1, 1)
-    kinematic = any_of(wanted, LINK_VELOCITY, JOINT_MOMENTUM)
-    forces = wanted[LINK_FORCE] or wanted[JOINT_FORCE]
-    world = any_of(wanted, LINK_MOMENTUM_WORLD, JOINT_MOMENTUM) or wanted[JOINT_FORCE]
-    tangents = wanted[LINK_TANGENT] or kinematic or forces
-    S, A0inv = joint_geometry(joint_type, axis, placement_R, placement_p)
-    coef = raw_block_coefficients(k1, k1 + 2, 3)
-    Xup = np.empty((n, L, 6, 6))
-    n_pairs = n if tangents else 0
-    Gx = np.empty((n_pairs, n_pairs, L, 6))
-    pairs = pair_workspace(n_pairs, n if world else 0, Lv)
-    state = np.zeros((2, 3, n, Lv, 6))  # [free, gravity] x [nu, h_L, h_J]
-    Xinv_L = np.empty((n, Lv, 6, 6))
-    X_L = np.empty((n, Lv, 6, 6))
-    torque_ws = torque_workspace(n if wanted[JOINT_TORQUE] else 0, max(Lv, 2))
-    root = np.zeros((2, Lv, 6))
-    root[1] = root_velocity_stack(gravity, Lv)
-    for smp in range(qhat.shape[0]):
+    model, ws, qhat, wanted, outputs = borrowed((model, ws, qhat, wanted, outputs))
+    tangents, kinematic, world, forces = jacobian_flags(wanted)
+    parent, S, I, free_root, gravity_root = model.parent, ws.S, model.spatial_inertia, \
+        ws.root[0], ws.root[1]
+    Xup, free, gravity = ws.Xup[chunk], ws.state[chunk, 0], ws.state[chunk, 1]
+    for smp in range(first, last):
         q = qhat[smp]
-        relative_cmtm_inverse(joint_type, axis, A0inv, q, Xup)
+        relative_cmtm_inverse(model, ws.A0inv, q, ws.XJinv[chunk], ws.sin_q[chunk],
+                              ws.cos_q[chunk], ws.skew_axis[chunk], Xup)
         if tangents:
-            tangent_sweep(parent, S, Xup, Gx)
+            tangent_sweep(model, S, Xup, ws.Gx[chunk])
         if any_of(wanted, JOINT_VELOCITY, LINK_TANGENT):
-            tangent_rows(parent, S, Gx, coef, wanted, outputs, smp)
+            tangent_rows(model, ws, chunk, wanted, outputs, smp)
         if any_of(wanted, LINK_MOMENTUM, JOINT_MOMENTUM) or world:
-            momentum_stacks(parent, S, I, Xup, q, root[0], state[0, 0], state[0, 1], state[0, 2])
+            momentum_stacks(parent, S, I, Xup, q, free_root, free[0], free[1], free[2])
         elif kinematic:
-            velocity_pass(parent, S, Xup, q, root[0], state[0, 0])
+            velocity_pass(parent, S, Xup, q, free_root, free[0])
         if world:
-            link_cmtm_pass(parent, Xup, state[0, 0], Xinv_L, X_L)
+            link_cmtm_pass(parent, Xup, free[0], ws.Xinv_L[chunk], ws.X_L[chunk],
+                           ws.pose[chunk], ws.crosses[chunk])
         if kinematic:
-            momentum_rows(parent, subtree_end, I, Xinv_L, X_L, state[0], Gx, coef, wanted,
-                          world, pairs, outputs, smp)
+            momentum_rows(model, ws, chunk, free, wanted, world, outputs, smp)
         if forces:
-            momentum_stacks(parent, S, I, Xup, q, root[1], state[1, 0], state[1, 1], state[1, 2])
-            force_rows(parent, subtree_end, I, Xinv_L, X_L, state[1], Gx, coef, wanted, pairs,
-                       outputs, smp)
+            momentum_stacks(parent, S, I, Xup, q, gravity_root, gravity[0], gravity[1],
+                            gravity[2])
+            force_rows(model, ws, chunk, gravity, wanted, outputs, smp)
         # --- Lemma 6 in world coordinates: joint torques (cmtm.torque_jacobian) ---
         if wanted[JOINT_TORQUE]:
-            torque_jacobian_sample(parent, subtree_end, S, I, Xup, q, root[1], coef, torque_ws,
+            torque_jacobian_sample(model, ws.torque, chunk, S, Xup, q, gravity_root, ws.coef,
                                    outputs[JOINT_TORQUE][smp])

@@ -4,8 +4,8 @@ A *comprehensive vector* of order k is stored as an array ``(k+1, d)`` of Taylor
 coefficients ``a_hat[l] = a^(l)(t0) / l!`` ("Taylor-scaled"); a *comprehensive matrix*
 T(M_0..M_k) (lower block-Toeplitz) is stored as its block list ``(k+1, r, c)``. Every
 Toeplitz product is then a block convolution (J1), and the time derivative is the shift
-``(l+1) a_hat[l+1]`` (J2). Dense Toeplitz matrices are only built by ``toeplitz`` for
-tests and for users who want the paper's flattened form.
+``(l+1) a_hat[l+1]`` (J2). Dense Toeplitz matrices are only built by
+``cmtm.reference.toeplitz``, for tests and for users who want the paper's flattened form.
 
 The public API speaks raw derivatives ``a^(l)``; ``taylor_from_raw`` and
 ``raw_from_taylor`` are the one place where the two scalings meet.
@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from cmtm._jit import jit
-from cmtm.spatial import matTvec6, matvec6
+from cmtm.spatial import matTvec6, matvec6, motion_block_mul_add
 
 
 def factorials(n):
@@ -39,29 +39,52 @@ def raw_from_taylor(taylor, axis=-2):
     return taylor * factorials(taylor.shape[axis]).reshape(shape)
 
 
-def toeplitz(blocks):
-    """Dense lower block-Toeplitz matrix T(M_0, ..., M_k) from blocks ``(k+1, r, c)``.
+# --- Filling and copying stacks (loops: in a kernel's inner loops a slice assignment on a
+# small array costs far more than its arithmetic) ---
 
-    Block (l, m) is M_{l-m} for m <= l and zero above the diagonal (§1.3). Used for tests
-    and for the paper's flattened matrices; kernels never build it.
-    """
-    blocks = np.asarray(blocks, dtype=np.float64)
-    n, r, c = blocks.shape
-    out = np.zeros((n * r, n * c))
-    for l in range(n):
-        for m in range(l + 1):
-            out[l * r:(l + 1) * r, m * c:(m + 1) * c] = blocks[l - m]
-    return out
+@jit
+def zero_stack(x):
+    """x[:] = 0 for a 2-D array (a stack (K, d))."""
+    for l in range(x.shape[0]):
+        for c in range(x.shape[1]):
+            x[l, c] = 0.0
 
 
-def shift_matrix(order, s, size):
-    """D_s of §1.3: maps a_(order+s) to d_(order)(a^(s)); nonzero blocks (l, l+s) = (l+s)!/l! E."""
-    out = np.zeros(((order + 1) * size, (order + s + 1) * size))
-    eye = np.eye(size)
-    for l in range(order + 1):
-        scale = math.factorial(l + s) / math.factorial(l)
-        out[l * size:(l + 1) * size, (l + s) * size:(l + s + 1) * size] = scale * eye
-    return out
+@jit
+def copy_stack(x, out):
+    """out[:] = x[:len(out)] for 2-D arrays (x may have more rows)."""
+    for l in range(out.shape[0]):
+        for c in range(out.shape[1]):
+            out[l, c] = x[l, c]
+
+
+@jit
+def add_stack(x, out):
+    """out[:] += x[:len(out)] for 2-D arrays (x may have more rows)."""
+    for l in range(out.shape[0]):
+        for c in range(out.shape[1]):
+            out[l, c] += x[l, c]
+
+
+@jit
+def zero_blocks(X):
+    """X[:] = 0 for a 3-D array (a block list (K, r, c), or a list of stacks)."""
+    for l in range(X.shape[0]):
+        zero_stack(X[l])
+
+
+@jit
+def copy_blocks(X, out):
+    """out[:] = X[:len(out)] for 3-D arrays (X may have more blocks)."""
+    for l in range(out.shape[0]):
+        copy_stack(X[l], out[l])
+
+
+@jit
+def add_blocks(X, out):
+    """out[:] += X[:len(out)] for 3-D arrays (X may have more blocks)."""
+    for l in range(out.shape[0]):
+        add_stack(X[l], out[l])
 
 
 @jit
@@ -72,7 +95,7 @@ def conv_blocks(A, B, out):
     """
     K, r, c = out.shape
     s = A.shape[2]
-    out[:] = 0.0
+    zero_blocks(out)
     for l in range(K):
         for m in range(l + 1):
             Al = A[l - m]
@@ -83,6 +106,16 @@ def conv_blocks(A, B, out):
                     for t in range(s):
                         acc += Al[i, t] * Bm[t, j]
                     out[l, i, j] += acc
+
+
+@jit
+def conv_motion_blocks(A, B, out):
+    """``conv_blocks`` for block lists of the motion-transform form [[P, 0], [Q, P]]
+    (CMTMs and their inverses, §2): each product costs 3x3 blocks, not a 6x6 product."""
+    zero_blocks(out)
+    for l in range(out.shape[0]):
+        for m in range(l + 1):
+            motion_block_mul_add(A[l - m], B[m], 1.0, out[l])
 
 
 @jit
@@ -110,16 +143,6 @@ def derivative_stack(x, out):
     for l in range(out.shape[0]):
         for i in range(out.shape[1]):
             out[l, i] = (l + 1) * x[l + 1, i]
-
-
-@jit
-def u_operator_apply(M, z, out):
-    """U(T(M)) z of §1.3: out[l] = (l+1) z[l+1] + sum_{m<=l} M[l-m] z[m], l < len(out).
-
-    The Taylor form of w = z' + M z; z needs len(out)+1 coefficients.
-    """
-    derivative_stack(z, out)
-    conv_block_vec(M, z, out)
 
 
 @jit
@@ -155,13 +178,11 @@ def force_cross_conv(a, h, out, scale=1.0):
             out[l, 5] += scale * (w0 * f1 - w1 * f0)
 
 
-@jit
 def raw_block_coefficients(k1, K_in, n_s):
     """c[l, r, s] = l!/(r-s)! where 0 <= l-r+s < k1 and r >= s, else 0: the weights of
-    d y^(l) / d q^(r) = sum_s c[l, r, s] G_s[l-r+s] (§7.6, §8)."""
-    fact = np.ones(K_in + k1)
-    for l in range(1, K_in + k1):
-        fact[l] = fact[l - 1] * l
+    d y^(l) / d q^(r) = sum_s c[l, r, s] G_s[l-r+s] (§7.6, §8); (k1, K_in, n_s) float64,
+    made once per workspace."""
+    fact = factorials(K_in + k1)
     coef = np.zeros((k1, K_in, n_s))
     for l in range(k1):
         for r in range(K_in):

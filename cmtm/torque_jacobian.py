@@ -40,27 +40,76 @@ y0_j               (desc_j)                    [s_j x^*] h~_J_j - I~^C_j a_j
 
 L = k + 2 coefficients for a torque Jacobian of order k.
 """
+from typing import NamedTuple
+
 import numpy as np
 
 from cmtm._jit import jit
-from cmtm.cmtm_matrix import cmtm_blocks_from_crosses, cmtm_inverse_blocks_from_crosses
+from cmtm.cmtm_matrix import (cmtm_blocks_from_crosses, cmtm_inverse_blocks_from_crosses,
+                              velocity_crosses_into)
 from cmtm.dynamics import momentum_stacks
 from cmtm.kinematics import link_cmtm_inverse_pass
-from cmtm.spatial import (matmul6, matTmul6, motion_cross_into,
-                          motion_transform_inverse_into)
-from cmtm.taylor import (conv_block_vec, conv_blockT_vec, force_cross_conv,
-                         motion_cross_conv, write_raw_blocks)
+from cmtm.spatial import matmul6, matTmul6, motion_transform_inverse_into
+from cmtm.taylor import (add_blocks, conv_block_vec, conv_blockT_vec, copy_stack,
+                         force_cross_conv, motion_cross_conv, write_raw_blocks, zero_blocks,
+                         zero_stack)
+
+
+class TorqueWorkspace(NamedTuple):
+    """Work arrays of :func:`torque_jacobian_sample`, slot c (leading axis) for chunk c of
+    the samples; n links, L coefficients (the symbol table above; ``pose_inv`` ... ``y0``
+    are scratch of one link or one sample)."""
+
+    nu: np.ndarray        # (n, L, 6) body twists of the gravity pass
+    h_L: np.ndarray       # (n, L, 6) link momenta
+    h_J: np.ndarray       # (n, L, 6) subtree momenta, link frame
+    s: np.ndarray         # (n, L, 6)
+    v_w: np.ndarray       # (n, L, 6)
+    hJ_w: np.ndarray      # (n, L, 6)
+    X: np.ndarray         # (n, L, 6, 6) link CMTMs
+    Xinv: np.ndarray      # (n, L, 6, 6) their inverses
+    Ic: np.ndarray        # (n, L, 6, 6)
+    pose_inv: np.ndarray  # (n, 1, 6, 6) inverse link poses
+    pose: np.ndarray      # (6, 6)
+    crosses: np.ndarray   # (L, 6, 6) [nu_m x]
+    IX: np.ndarray        # (L, 6, 6) I X-_b
+    e: np.ndarray         # (L, 6) the jets of per_link_jets
+    b: np.ndarray         # (L, 6)
+    a: np.ndarray         # (L, 6)
+    y0: np.ndarray        # (L, 6)
+    gamma: np.ndarray     # (L-1, 6)
+    dIc: np.ndarray       # (L-1, 6, 6) d/dt I~^C_i
+    row_i: np.ndarray     # (n, L-1, 36)
+    col_j: np.ndarray     # (n, L-1, 36)
+    desc_j: np.ndarray    # (n, L-1, 18)
+    T: np.ndarray         # (3, L-1, 1) first columns of one pair
+
+
+def torque_workspace(n, L, n_chunks):
+    """A :class:`TorqueWorkspace` for n links (0 when no torque Jacobian is wanted), L >= 2
+    coefficients and n_chunks chunks."""
+    def slots(*shape):
+        return np.zeros((n_chunks,) + shape)
+    vector, matrix, jet = (n, L, 6), (n, L, 6, 6), (L, 6)
+    return TorqueWorkspace(
+        nu=slots(*vector), h_L=slots(*vector), h_J=slots(*vector), s=slots(*vector),
+        v_w=slots(*vector), hJ_w=slots(*vector), X=slots(*matrix), Xinv=slots(*matrix),
+        Ic=slots(*matrix), pose_inv=slots(n, 1, 6, 6), pose=slots(6, 6),
+        crosses=slots(L, 6, 6), IX=slots(L, 6, 6), e=slots(*jet), b=slots(*jet),
+        a=slots(*jet), y0=slots(*jet), gamma=slots(L - 1, 6), dIc=slots(L - 1, 6, 6),
+        row_i=slots(n, L - 1, 36), col_j=slots(n, L - 1, 36), desc_j=slots(n, L - 1, 18),
+        T=slots(3, L - 1, 1))
 
 
 @jit
 def world_inertia_add(Xinv, I, IX, out):
     """out[m] += sum_{a+b=m} (X-_a)^T I X-_b: the jets of I~ = A^{-T} I A^{-1} (§2.3).
 
-    IX: (L, 6, 6) work array for the products I X-_b.
+    IX: (>=L, 6, 6) work array for the products I X-_b.
     """
     L = out.shape[0]
+    zero_blocks(IX)
     for b in range(L):
-        IX[b] = 0.0
         matmul6(I, Xinv[b], IX[b])
     for m in range(L):
         for a in range(m + 1):
@@ -68,75 +117,90 @@ def world_inertia_add(Xinv, I, IX, out):
 
 
 @jit
-def world_state(parent, S, I, Xup, q, root_nu, nu, h_L, h_J, X, Xinv, s, v_w, hJ_w, Ic):
+def screw_stack(X, S, s):
+    """s[m] = X_m S: the jets of the world screw s = A S (§2.3)."""
+    for m in range(s.shape[0]):
+        for c in range(6):
+            acc = 0.0
+            for t in range(6):
+                acc += X[m, c, t] * S[t]
+            s[m, c] = acc
+
+
+@jit
+def world_state(model, tw, chunk, S, Xup, q, root_nu):
     """Gravity-pass body stacks (§4-§5) and their world-frame forms, L coefficients each:
     link CMTMs from the §2.1 recursion on the link pose and the body velocity (which holds
     the fictitious base motion), world screws s = X S, twists X v, subtree momenta X^* h_J,
     and composite inertias sum over the subtree of X^* I X^{-1}."""
+    parent, I = model.parent, model.spatial_inertia
+    nu, h_J, X, Xinv, Ic = tw.nu[chunk], tw.h_J[chunk], tw.X[chunk], tw.Xinv[chunk], \
+        tw.Ic[chunk]
+    pose_inv, pose, crosses = tw.pose_inv[chunk], tw.pose[chunk], tw.crosses[chunk]
     n, L = nu.shape[0], nu.shape[1]
-    momentum_stacks(parent, S, I, Xup, q, root_nu, nu, h_L, h_J)
-    pose_inv = np.empty((n, 1, 6, 6))
+    momentum_stacks(parent, S, I, Xup, q, root_nu, nu, tw.h_L[chunk], h_J)
     link_cmtm_inverse_pass(parent, Xup, pose_inv)
-    pose = np.empty((6, 6))
-    crosses = np.empty((L, 6, 6))
-    IX = np.empty((L, 6, 6))
-    Ic[:] = 0.0
     for i in range(n):
         motion_transform_inverse_into(pose_inv[i, 0], pose)
-        for m in range(L - 1):
-            motion_cross_into(nu[i, m], crosses[m])
+        velocity_crosses_into(nu[i], L - 1, crosses)
         cmtm_blocks_from_crosses(pose, crosses, X[i])
         cmtm_inverse_blocks_from_crosses(pose_inv[i, 0], crosses, Xinv[i])
-        for m in range(L):
-            for c in range(6):
-                acc = 0.0
-                for t in range(6):
-                    acc += X[i, m, c, t] * S[i, t]
-                s[i, m, c] = acc
-        v_w[i] = 0.0
-        conv_block_vec(X[i], nu[i], v_w[i])
-        hJ_w[i] = 0.0
-        conv_blockT_vec(Xinv[i], h_J[i], hJ_w[i])
-        world_inertia_add(Xinv[i], I[i], IX, Ic[i])
-    for c in range(n - 1, -1, -1):
-        if parent[c] >= 0:
-            Ic[parent[c]] += Ic[c]
+        screw_stack(X[i], S[i], tw.s[chunk, i])
+        v_w, hJ_w = tw.v_w[chunk, i], tw.hJ_w[chunk, i]
+        zero_stack(v_w)
+        conv_block_vec(X[i], nu[i], v_w)
+        zero_stack(hJ_w)
+        conv_blockT_vec(Xinv[i], h_J[i], hJ_w)
+        zero_blocks(Ic[i])
+        world_inertia_add(Xinv[i], I[i], tw.IX[chunk], Ic[i])
+    for child in range(n - 1, -1, -1):
+        if parent[child] >= 0:
+            add_blocks(Ic[child], Ic[parent[child]])
 
 
 @jit
-def per_link_jets(parent, s, v_w, hJ_w, Ic, root_nu, row_i, col_j, desc_j):
+def link_jets(tw, chunk, i, root_nu):
+    """The jets of link i (L coefficients, L-1 for gamma): e_i = [s_i x^*] h~_J_i,
+    b_i = I~^C_i s_i, gamma_i = (d/dt I~^C_i) s_i, a_i = [s_i x] v~_{p(i)} (root_nu for a
+    root) and y0_i = e_i - I~^C_i a_i, into tw.e, b, gamma, a, y0."""
+    s, Ic, v_parent = tw.s[chunk, i], tw.Ic[chunk, i], root_nu
+    e, b, a, y0, gamma, dIc = tw.e[chunk], tw.b[chunk], tw.a[chunk], tw.y0[chunk], \
+        tw.gamma[chunk], tw.dIc[chunk]
+    zero_stack(e)
+    force_cross_conv(s, tw.hJ_w[chunk, i], e)
+    zero_stack(b)
+    conv_block_vec(Ic, s, b)
+    for m in range(dIc.shape[0]):
+        for r in range(6):
+            for c in range(6):
+                dIc[m, r, c] = (m + 1) * Ic[m + 1, r, c]
+    zero_stack(gamma)
+    conv_block_vec(dIc, s, gamma)
+    zero_stack(a)
+    motion_cross_conv(s, v_parent, a)
+    copy_stack(e, y0)
+    conv_block_vec(Ic, a, y0, -1.0)
+
+
+@jit
+def per_link_jets(model, tw, chunk, root_nu):
     """Stacked per-link and per-joint jets of the pair formulas (L-1 coefficients).
 
     With e_i = [s_i x^*] h~_J_i, b_i = I~^C_i s_i, gamma_i = (d/dt I~^C_i) s_i and
-    a_j = [s_j x] v~_{p(j)}:
+    a_j = [s_j x] v~_{p(j)} (``link_jets``):
       row_i  = ([e_i, gamma_i, b_i], [gamma_i - e_i, b_i], b_i)   (18, 12, 6 wide)
       col_j  = ([s_j', a_j, a_j'], [s_j, s_j' - a_j], s_j)
       desc_j = (y0_j', b_j' + y0_j, b_j), y0_j = e_j - I~^C_j a_j
     so that, for j in P(i), T_0 = -row0 . col0, T_1 = row1 . col1, T_2 = row2 . col2 (as
     jet products), and for a strict descendant j, T_s = s_i . desc_j[s].
     """
-    n, L = s.shape[0], s.shape[1]
-    K = L - 1
-    e = np.zeros((L, 6))
-    b = np.zeros((L, 6))
-    a = np.zeros((L, 6))
-    gamma = np.zeros((K, 6))
-    dIc = np.empty((K, 6, 6))
-    y0 = np.zeros((L, 6))
-    for i in range(n):
-        e[:] = 0.0
-        force_cross_conv(s[i], hJ_w[i], e)
-        b[:] = 0.0
-        conv_block_vec(Ic[i], s[i], b)
-        for m in range(K):
-            dIc[m] = (m + 1) * Ic[i, m + 1]
-        gamma[:] = 0.0
-        conv_block_vec(dIc, s[i], gamma)
-        a[:] = 0.0
-        motion_cross_conv(s[i], root_nu if parent[i] < 0 else v_w[parent[i]], a)
-        y0[:] = e
-        conv_block_vec(Ic[i], a, y0, -1.0)
-        for m in range(K):
+    e, b, a, y0, gamma = tw.e[chunk], tw.b[chunk], tw.a[chunk], tw.y0[chunk], tw.gamma[chunk]
+    row_i, col_j, desc_j = tw.row_i[chunk], tw.col_j[chunk], tw.desc_j[chunk]
+    for i in range(model.parent.shape[0]):
+        parent = model.parent[i]
+        link_jets(tw, chunk, i, root_nu if parent < 0 else tw.v_w[chunk, parent])
+        s = tw.s[chunk, i]
+        for m in range(gamma.shape[0]):
             for c in range(6):
                 row_i[i, m, c] = e[m, c]
                 row_i[i, m, 6 + c] = gamma[m, c]
@@ -144,13 +208,13 @@ def per_link_jets(parent, s, v_w, hJ_w, Ic, root_nu, row_i, col_j, desc_j):
                 row_i[i, m, 18 + c] = gamma[m, c] - e[m, c]
                 row_i[i, m, 24 + c] = b[m, c]
                 row_i[i, m, 30 + c] = b[m, c]
-                ds = (m + 1) * s[i, m + 1, c]
+                ds = (m + 1) * s[m + 1, c]
                 col_j[i, m, c] = ds
                 col_j[i, m, 6 + c] = a[m, c]
                 col_j[i, m, 12 + c] = (m + 1) * a[m + 1, c]
-                col_j[i, m, 18 + c] = s[i, m, c]
+                col_j[i, m, 18 + c] = s[m, c]
                 col_j[i, m, 24 + c] = ds - a[m, c]
-                col_j[i, m, 30 + c] = s[i, m, c]
+                col_j[i, m, 30 + c] = s[m, c]
                 desc_j[i, m, c] = (m + 1) * y0[m + 1, c]
                 desc_j[i, m, 6 + c] = (m + 1) * b[m + 1, c] + y0[m, c]
                 desc_j[i, m, 12 + c] = b[m, c]
@@ -190,31 +254,19 @@ def descendant_pair(s_i, desc_j, T):
 
 
 @jit
-def torque_workspace(n, L):
-    """Work arrays of ``torque_jacobian_sample`` for n links and L coefficients."""
-    vectors = np.empty((6, n, L, 6))
-    matrices = np.empty((3, n, L, 6, 6))
-    stacked = (np.empty((n, L - 1, 36)), np.empty((n, L - 1, 36)), np.empty((n, L - 1, 18)))
-    T = np.empty((3, L - 1, 1))
-    return vectors, matrices, stacked, T
-
-
-@jit
-def torque_jacobian_sample(parent, subtree_end, S, I, Xup, q, root_nu, coef, workspace, out):
+def torque_jacobian_sample(model, tw, chunk, S, Xup, q, root_nu, coef, out):
     """Raw blocks d tau^(l) / d q^(r) of one sample into out (k+1, n, k+3, n), visiting
-    ancestors and descendants of every link (the supporting joints of joint dynamics)."""
-    vectors, matrices, stacked, T = workspace
-    nu, h_L, h_J, s, v_w, hJ_w = vectors
-    X, Xinv, Ic = matrices
-    row_i, col_j, desc_j = stacked
-    world_state(parent, S, I, Xup, q, root_nu, nu, h_L, h_J, X, Xinv, s, v_w, hJ_w, Ic)
-    per_link_jets(parent, s, v_w, hJ_w, Ic, root_nu, row_i, col_j, desc_j)
-    for i in range(parent.shape[0]):
-        j = i
-        while j >= 0:
+    the supporting joints of joint dynamics: the support of every link (model.support),
+    then its strict descendants; tw: a :class:`TorqueWorkspace`, slot ``chunk``."""
+    world_state(model, tw, chunk, S, Xup, q, root_nu)
+    per_link_jets(model, tw, chunk, root_nu)
+    row_i, col_j, desc_j, s, T = tw.row_i[chunk], tw.col_j[chunk], tw.desc_j[chunk], \
+        tw.s[chunk], tw.T[chunk]
+    for i in range(model.parent.shape[0]):
+        for t in range(model.support_start[i], model.support_start[i + 1]):
+            j = model.support[t]
             ancestor_pair(row_i[i], col_j[j], T)
             write_raw_blocks(T, coef, i, j, out)
-            j = parent[j]
-        for j in range(i + 1, subtree_end[i]):
+        for j in range(i + 1, model.subtree_end[i]):
             descendant_pair(s[i], desc_j[j], T)
             write_raw_blocks(T, coef, i, j, out)

@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from numbers import Integral, Real
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 
@@ -366,6 +367,7 @@ class MotionProblem:
         top = 1 + max(t.top_order for t in terms)
 
         def column(entry):
+            numba.set_num_threads(1)   # per pool thread: the pool already uses every core
             s, j = divmod(entry, nv)
             h = FD_STACK_STEP * max(1.0, float(np.max(np.abs(q_stack[:, s, j]))))
             plus = q_stack.copy()

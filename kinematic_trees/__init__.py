@@ -10,10 +10,11 @@
 This package is the bottom layer: it imports neither ``cmtm`` nor ``ioc``.
 """
 from .builders import panda, random_tree, serial_chain, two_link_planar
-from .compile import JOINT_PRISMATIC, JOINT_REVOLUTE, CompiledTree, compile_tree
+from .compile import CompiledTree, compile_tree
 from .example_robots import example_robots_dir, human
 from .floating_base import FLOATING_BASES, add_floating_base
 from .graph import JOINT_TYPES, InertiaWarning, KinematicTree, ModelError
+from .joint_types import JOINT_PRISMATIC, JOINT_REVOLUTE
 from .mimic import Coupling, coupling
 from .urdf import MIMIC_MODES, load_urdf
 

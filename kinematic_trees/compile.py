@@ -17,11 +17,7 @@ import numpy as np
 from .floating_base import add_floating_base
 from .graph import KinematicTree, ModelError, no_overflow
 from .inertia import lump, rotate_inertia, spatial_inertia
-
-JOINT_REVOLUTE = 0
-"""``joint_type`` code of revolute and continuous joints: screw S = [axis; 0]."""
-JOINT_PRISMATIC = 1
-"""``joint_type`` code of prismatic joints: screw S = [0; axis]."""
+from .joint_types import JOINT_PRISMATIC, JOINT_REVOLUTE
 
 
 class CompiledTree(NamedTuple):

@@ -29,13 +29,18 @@ KEEP_CACHES = 3
 states, a branch switched back and forth)."""
 
 
-def source_hash(package=ROOT / "cmtm"):
+KERNEL_CONSTANTS = ROOT / "kinematic_trees" / "joint_types.py"
+"""The one module outside cmtm/ whose values the kernels compile in (the joint codes)."""
+
+
+def source_hash(package=ROOT / "cmtm", extra=(KERNEL_CONSTANTS,)):
     """First 16 hex digits of the sha256 of every .py file under ``package`` (relative path
-    and contents, in sorted order)."""
+    and contents, in sorted order), then of the ``extra`` files."""
     digest = hashlib.sha256()
-    for path in sorted(package.rglob("*.py")):
-        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
+    for path in sorted(package.rglob("*.py")) + list(extra):
+        digest.update(path.name.encode() if path in extra else
+                      path.relative_to(package).as_posix().encode())
+        digest.update(b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 
 

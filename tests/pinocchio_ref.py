@@ -18,7 +18,8 @@ guarantees because our joints are in depth-first pre-order.
 import numpy as np
 import pinocchio
 
-REVOLUTE = 0
+from kinematic_trees.joint_types import JOINT_REVOLUTE
+
 GRAVITY = np.array([0.0, 0.0, -9.81])
 
 
@@ -34,7 +35,7 @@ def to_pinocchio(model):
     pin_model.gravity = pinocchio.Motion(np.asarray(model.gravity, dtype=np.float64), np.zeros(3))
     for i in range(len(model.parent)):
         axis = np.asarray(model.axis[i], dtype=np.float64)
-        if model.joint_type[i] == REVOLUTE:
+        if model.joint_type[i] == JOINT_REVOLUTE:
             joint = pinocchio.JointModelRevoluteUnaligned(axis)
         else:
             joint = pinocchio.JointModelPrismaticUnaligned(axis)

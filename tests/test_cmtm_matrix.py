@@ -1,5 +1,6 @@
 """The algebra of comprehensive motion transformation matrices (cmtm_math.md §1-§3, §6.3)
-as tests: cmtm.cmtm_matrix, cmtm.taylor and cmtm.spatial.
+as tests: cmtm.cmtm_matrix, cmtm.taylor and cmtm.spatial, and the dense forms of
+cmtm.reference they are compared with.
 
 References: dense linear algebra on the Toeplitz matrices (numpy.linalg.inv, products),
 the recursions of the spec written out again here in plain numpy, and Cauchy/FFT Taylor
@@ -17,13 +18,14 @@ from hypothesis import strategies as st
 
 import cmtm
 from cmtm import naive
-from cmtm.cmtm_matrix import (cmtm_blocks, cmtm_inverse_blocks, comprehensive_velocity,
-                              dual_blocks, tangent_matrix)
-from cmtm.spatial import (force_cross, force_hat, motion_cross, motion_hat, motion_transform,
-                          motion_transform_inverse, skew)
-from cmtm.taylor import (conv_block_vec, conv_blocks, force_cross_conv, motion_cross_conv,
-                         raw_from_taylor, shift_matrix, taylor_from_raw, toeplitz,
-                         u_operator_apply)
+from cmtm._jit import jit
+from cmtm.cmtm_matrix import cmtm_blocks
+from cmtm.reference import (cmtm_inverse_blocks, comprehensive_velocity, force_cross,
+                            motion_cross, motion_transform, shift_matrix, tangent_matrix,
+                            toeplitz)
+from cmtm.spatial import motion_transform_inverse, skew
+from cmtm.taylor import (conv_block_vec, conv_blocks, derivative_stack, force_cross_conv,
+                         motion_cross_conv, raw_from_taylor, taylor_from_raw)
 
 TOL = 1e-12
 """Round-off of O(k^2) products of 6x6 blocks with entries of order one."""
@@ -70,6 +72,44 @@ def inverse_blocks(Ainv, nu, n_blocks):
     out = np.empty((n_blocks, 6, 6))
     cmtm_inverse_blocks(Ainv, np.ascontiguousarray(nu), out)
     return out
+
+
+@jit
+def motion_hat(y):
+    """[y hat x_6] = -[y x_6], so that [x x_6] y = [y hat x_6] x (hat-swap, §1.1)."""
+    return -motion_cross(y)
+
+
+@jit
+def force_hat(h):
+    """[h hat x_6^*] = -[[n x, f x], [f x, 0]] for h = [n; f], so [x x^*] h = [h hat x^*] x."""
+    out = np.zeros((6, 6))
+    n = skew(h[:3])
+    f = skew(h[3:])
+    out[:3, :3] = -n
+    out[:3, 3:] = -f
+    out[3:, :3] = -f
+    return out
+
+
+@jit
+def dual_blocks(inverse_blocks):
+    """Dual (force) CMTM X^* = T((X-_0)^T, ..., (X-_k)^T): blockwise transpose of X^{-1} (§2.3)."""
+    out = np.empty_like(inverse_blocks)
+    for l in range(inverse_blocks.shape[0]):
+        out[l] = inverse_blocks[l].T
+    return out
+
+
+@jit
+def u_operator_apply(M, z, out):
+    """U(T(M)) z of §1.3: out[l] = (l+1) z[l+1] + sum_{m<=l} M[l-m] z[m], l < len(out),
+    from the engine's kernels derivative_stack (J2) and conv_block_vec (J1).
+
+    The Taylor form of w = z' + M z; z needs len(out)+1 coefficients.
+    """
+    derivative_stack(z, out)
+    conv_block_vec(M, z, out)
 
 
 def cross_blocks(nu, cross=None):

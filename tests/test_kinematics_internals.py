@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 import cmtm
-from cmtm.cmtm_matrix import cmtm_inverse_blocks
 from cmtm.kinematics import joint_cmtm_inverse
-from cmtm.spatial import JOINT_PRISMATIC, JOINT_REVOLUTE, motion_transform_inverse
+from cmtm.reference import cmtm_inverse_blocks
+from cmtm.spatial import motion_transform_inverse
 from kinematic_trees.inertia import axis_rotation
+from kinematic_trees.joint_types import JOINT_PRISMATIC, JOINT_REVOLUTE
 from conftest import random_stack
 
 

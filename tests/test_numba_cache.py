@@ -66,3 +66,13 @@ def test_subprocesses_and_loky_workers_inherit_the_cache_folder():
     seen = Parallel(n_jobs=2, backend="loky")(delayed(os.environ.get)("NUMBA_CACHE_DIR")
                                               for _ in range(2))
     assert seen == [folder, folder]
+
+
+def test_source_hash_changes_with_the_joint_codes(tmp_path):
+    """The kernels compile the joint codes of kinematic_trees/joint_types.py in as
+    constants: editing that file must start a fresh cache too."""
+    package = write_package(tmp_path / "pkg", {"a.py": "x = 1\n"})
+    codes = write_package(tmp_path / "kt", {"joint_types.py": "JOINT_REVOLUTE = 0\n"})
+    original = source_hash(package, extra=(codes / "joint_types.py",))
+    (codes / "joint_types.py").write_text("JOINT_REVOLUTE = 1\n")
+    assert source_hash(package, extra=(codes / "joint_types.py",)) != original

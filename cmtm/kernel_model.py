@@ -1,0 +1,137 @@
+"""The arrays-only model the kernels take, and per-thread workspaces (Model / Data split).
+
+A :class:`KernelModel` holds every array a kernel reads, built once per model by
+:func:`kernel_model` from a ``kinematic_trees.CompiledTree``: the tree (parents, subtree
+ranges and the support of every link, so that no kernel writes its own ancestor walk),
+the joints and the mass properties in the forms the order-0 kernels use. Kernels take a
+KernelModel and a workspace instead of a dozen positional arrays.
+
+Tree traversal (links in depth-first pre-order, ``parent[i] < i``):
+
+* subtree of link i: ``range(i, subtree_end[i])``;
+* support of link i (the joints that move it, i first, the root last):
+  ``support[support_start[i]:support_start[i + 1]]``.
+
+Threads. A kernel batched over samples computes one contiguous chunk of them,
+``kernel(model, workspace, c, first, last, ...)``, with its own slot c of every workspace
+array (leading axis); ``cmtm.api.run_chunks`` runs one chunk per thread of
+``numba.get_num_threads()`` (Numba's ``NUMBA_NUM_THREADS`` environment variable or
+``numba.set_num_threads``). Every sample is computed by the same instructions whatever
+the chunking, so results are identical bit for bit for any thread count.
+"""
+from typing import NamedTuple
+
+import numpy as np
+from numba.core import cgutils, types
+from numba.extending import intrinsic
+
+
+
+
+class KernelModel(NamedTuple):
+    """Read-only arrays of a compiled tree for the kernels (n links, nv = n).
+
+    ===================  ==============  ==============================================
+    field                shape, dtype    meaning
+    ===================  ==============  ==============================================
+    parent               (n,) int64      parent link, -1 for the base
+    subtree_end          (n,) int64      subtree of i is range(i, subtree_end[i])
+    support_start        (n+1,) int64    support of i is support[support_start[i]:
+    support              (n(n+1)/2 max)  support_start[i+1]]: i, parent[i], ..., root
+    joint_type           (n,) int64      kinematic_trees.joint_types codes
+    axis                 (n, 3)          unit joint axis in the link frame
+    placement_R          (n, 3, 3)       pose of joint i's frame in the parent link
+    placement_p          (n, 3)          at q = 0
+    mass                 (n,)            kg
+    first_moment         (n, 3)          m c, c the centre of mass in the link frame
+    rotational_inertia   (n, 3, 3)       about the link origin, link axes
+    spatial_inertia      (n, 6, 6)       about the link origin, angular-first
+    gravity              (3,)            in the base frame, m/s^2
+    ===================  ==============  ==============================================
+    """
+
+    parent: np.ndarray
+    subtree_end: np.ndarray
+    support_start: np.ndarray
+    support: np.ndarray
+    joint_type: np.ndarray
+    axis: np.ndarray
+    placement_R: np.ndarray
+    placement_p: np.ndarray
+    mass: np.ndarray
+    first_moment: np.ndarray
+    rotational_inertia: np.ndarray
+    spatial_inertia: np.ndarray
+    gravity: np.ndarray
+
+
+def support_arrays(parent):
+    """(support_start, support) of a pre-ordered parent array: the support of link i,
+    i first and the root last, is support[support_start[i]:support_start[i + 1]]."""
+    chains = []
+    for i in range(len(parent)):
+        chain = [i]
+        while parent[chain[-1]] >= 0:
+            chain.append(int(parent[chain[-1]]))
+        chains.append(chain)
+    start = np.zeros(len(parent) + 1, dtype=np.int64)
+    start[1:] = np.cumsum([len(chain) for chain in chains])
+    flat = np.array([j for chain in chains for j in chain], dtype=np.int64)
+    return start, flat
+
+
+def _frozen(array, dtype=np.float64):
+    array = np.ascontiguousarray(array, dtype=dtype)
+    array.flags.writeable = False
+    return array
+
+
+def kernel_model(tree):
+    """The :class:`KernelModel` of a checked ``CompiledTree`` (``cmtm.api.check_model``)."""
+    start, support = support_arrays(tree.parent)
+    mass = np.asarray(tree.mass)
+    return KernelModel(
+        parent=tree.parent, subtree_end=tree.subtree_end,
+        support_start=_frozen(start, np.int64), support=_frozen(support, np.int64),
+        joint_type=tree.joint_type, axis=tree.axis, placement_R=tree.placement_R,
+        placement_p=tree.placement_p, mass=tree.mass,
+        first_moment=_frozen(mass[:, None] * np.asarray(tree.com)),
+        rotational_inertia=_frozen(np.asarray(tree.spatial_inertia)[:, :3, :3]),
+        spatial_inertia=tree.spatial_inertia, gravity=tree.gravity)
+
+
+
+
+# --- Borrowed arrays: views without reference counting ---
+
+def _borrow(context, builder, ty, value):
+    """LLVM value of ``value`` (Numba type ``ty``) with every array's meminfo set to NULL,
+    through tuples (NamedTuples included); other members keep their own reference."""
+    if isinstance(ty, types.Array):
+        source = context.make_array(ty)(context, builder, value=value)
+        array = context.make_array(ty)(context, builder)
+        for field in ("parent", "nitems", "itemsize", "data", "shape", "strides"):
+            setattr(array, field, getattr(source, field))
+        array.meminfo = cgutils.get_null_value(array.meminfo.type)
+        return array._getvalue()
+    if isinstance(ty, types.BaseTuple):
+        out = cgutils.get_null_value(context.get_value_type(ty))
+        for k, member in enumerate(ty):
+            out = builder.insert_value(
+                out, _borrow(context, builder, member, builder.extract_value(value, k)), k)
+        return out
+    context.nrt.incref(builder, ty, value)
+    return value
+
+
+@intrinsic
+def borrowed(typingctx, value):
+    """``value`` (an array, or a tuple of arrays, NamedTuples and scalars) with every array
+    borrowed: the same data, shape and strides, no reference count (a NULL meminfo, as
+    Numba's parallel loops pass their arrays). Views of a borrowed array cost no atomic
+    reference-count update; in the pair loops of the kernels those updates took more than
+    half the time. A kernel borrows its own arguments, which its caller holds for the
+    whole call, and returns nothing: no borrowed array outlives its owner."""
+    def codegen(context, builder, signature, args):
+        return _borrow(context, builder, signature.args[0], args[0])
+    return value(value), codegen

@@ -1,0 +1,181 @@
+"""The comprehensive kernels split across threads (cmtm.structured_jacobians.jacobian_kernel,
+cmtm.comprehensive.motion_kernel, run by cmtm.api.run_chunks): the same bits for any thread
+count or chunking, one cached workspace per call shape, nothing allocated inside a kernel.
+
+Reference: the engine itself on one thread (``numba.set_num_threads(1)``, one chunk of
+samples) against all of ``numba.config.NUMBA_NUM_THREADS`` (one chunk per thread), and
+the kernels run directly in 1..7 chunks. Every sample runs the same instructions in
+its chunk's own work arrays, so the results must be equal bit for bit (np.array_equal),
+not merely close.
+"""
+import numba
+import numpy as np
+import pytest
+from conftest import random_stack
+
+import cmtm
+import kinematic_trees as kt
+from cmtm import api
+from cmtm.comprehensive import motion_kernel, motion_workspace
+from cmtm.structured_jacobians import (INPUT_OFFSET, JOINT_TORQUE, QUANTITIES,
+                                       jacobian_kernel, jacobian_sizes, jacobian_workspace)
+from cmtm.taylor import taylor_from_raw
+
+ORDER = 2
+SAMPLES = 9
+JACOBIAN_SETS = {"kinematic": ("link_tangent", "link_velocity", "joint_momentum"),
+                 "dynamic": ("link_force", "joint_force", "joint_torque"),
+                 "all": QUANTITIES}
+MOTION_FIELDS = ("v_L", "h_L", "w_h_L", "h_J", "w_h_J", "f_L", "f_J", "tau")
+
+
+@pytest.fixture(scope="module")
+def small_tree():
+    """Seven joints on branches, prismatic ones included: supports and subtrees of every
+    shape the pair loops walk."""
+    return api.check_model(kt.compile_tree(kt.random_tree(7, branching=0.6,
+                                                          prismatic_fraction=0.3, seed=9)))
+
+
+def on_threads(thread_counts, call):
+    """[call() with n Numba threads for n in thread_counts]; the count (per calling
+    thread) is restored afterwards."""
+    before = numba.get_num_threads()
+    try:
+        results = []
+        for n in thread_counts:
+            numba.set_num_threads(n)
+            results.append(call())
+        return results
+    finally:
+        numba.set_num_threads(before)
+
+
+@pytest.mark.parametrize("quantities", sorted(JACOBIAN_SETS))
+def test_jacobians_equal_bit_for_bit_on_one_and_all_threads(small_tree, quantities):
+    q = random_stack(small_tree, ORDER + 3, n_samples=SAMPLES, seed=31)
+    single, threaded = on_threads(
+        (1, numba.config.NUMBA_NUM_THREADS),
+        lambda: cmtm.jacobians(small_tree, q, JACOBIAN_SETS[quantities], order=ORDER))
+    for name in JACOBIAN_SETS[quantities]:
+        assert np.array_equal(single[name], threaded[name]), name
+
+
+def test_motion_and_torques_equal_bit_for_bit_on_one_and_all_threads(small_tree):
+    q = random_stack(small_tree, ORDER + 3, n_samples=SAMPLES, seed=32)
+
+    def call():
+        mo = cmtm.motion(small_tree, q, order=ORDER)
+        return [getattr(mo, field) for field in MOTION_FIELDS] + \
+            [cmtm.inverse_dynamics(small_tree, q, order=ORDER)]
+    single, threaded = on_threads((1, numba.config.NUMBA_NUM_THREADS), call)
+    for name, a, b in zip(MOTION_FIELDS + ("inverse_dynamics",), single, threaded):
+        assert np.array_equal(a, b), name
+
+
+def jacobian_outputs(model, n_samples, wanted):
+    """Zeroed outputs of jacobian_kernel (empty where not wanted), as cmtm.jacobians
+    makes them."""
+    nv = model.nv
+    return tuple(np.zeros((n_samples, ORDER + 1, nv if q == JOINT_TORQUE else 6 * nv,
+                           ORDER + 1 + INPUT_OFFSET[q], nv))
+                 if wanted[q] else np.zeros((0,) * 5) for q in range(len(QUANTITIES)))
+
+
+def motion_outputs(model, n_samples):
+    """Outputs (v_L, ..., f_J, tau) of motion_kernel."""
+    return tuple(np.zeros((n_samples, ORDER + 1, model.nv, 6)) for _ in range(7)) + \
+        (np.zeros((n_samples, ORDER + 1, model.nv)),)
+
+
+def jacobian_kernel_outputs(model, qhat, wanted, n_chunks):
+    """The Taylor outputs of jacobian_kernel run in n_chunks chunks."""
+    kernel, outputs = api.kernel_model_of(model), jacobian_outputs(model, qhat.shape[0], wanted)
+    api.run_chunks(jacobian_kernel, kernel, jacobian_workspace(kernel, ORDER, wanted, n_chunks),
+                   n_chunks, qhat.shape[0], qhat, wanted, outputs)
+    return outputs
+
+
+def motion_kernel_outputs(model, qhat, n_chunks):
+    """The Taylor outputs of motion_kernel run in n_chunks chunks."""
+    kernel, outputs = api.kernel_model_of(model), motion_outputs(model, qhat.shape[0])
+    api.run_chunks(motion_kernel, kernel, motion_workspace(kernel, ORDER, True, n_chunks),
+                   n_chunks, qhat.shape[0], qhat, True, True, True, outputs)
+    return outputs
+
+
+def test_kernels_do_not_depend_on_the_chunking(small_tree):
+    """7 samples in 1..7 chunks (more chunks than threads)."""
+    qhat = taylor_from_raw(random_stack(small_tree, ORDER + 3, n_samples=7, seed=33))
+    wanted = np.ones(len(QUANTITIES), dtype=np.bool_)
+    first_J = jacobian_kernel_outputs(small_tree, qhat, wanted, 1)
+    first_motion = motion_kernel_outputs(small_tree, qhat, 1)
+    for n_chunks in range(2, 8):
+        J = jacobian_kernel_outputs(small_tree, qhat, wanted, n_chunks)
+        assert all(np.array_equal(a, b) for a, b in zip(first_J, J)), n_chunks
+        motion = motion_kernel_outputs(small_tree, qhat, n_chunks)
+        assert all(np.array_equal(a, b) for a, b in zip(first_motion, motion)), n_chunks
+
+
+def test_second_call_reuses_the_cached_workspaces(small_tree):
+    """The api's per-thread cache holds one workspace per (kernel model, kind, chunks,
+    sizes); a second call finds them."""
+    q = random_stack(small_tree, ORDER + 3, n_samples=SAMPLES, seed=34)
+    kernel = api.kernel_model_of(small_tree)
+    n_chunks = api.thread_chunks(SAMPLES)
+    wanted = np.zeros(len(QUANTITIES), dtype=np.bool_)
+    wanted[QUANTITIES.index("joint_force")] = True
+    keys = [(id(kernel), "jacobian", (n_chunks, jacobian_sizes(small_tree.nv, ORDER, wanted))),
+            (id(kernel), "motion", (n_chunks, ORDER, True))]
+    calls = (lambda: cmtm.jacobian(small_tree, q, "joint_force", order=ORDER),
+             lambda: cmtm.motion(small_tree, q, order=ORDER))
+    for key, call in zip(keys, calls):
+        call()
+        first = api._WORKSPACES.cache[key][1]
+        call()
+        assert api._WORKSPACES.cache[key][1] is first, key[1]
+
+
+def test_kernels_allocate_nothing(small_tree):
+    """Numba's NRT allocation counters over a kernel call equal those of a no-op jit
+    function taking the same arguments: the kernels allocate nothing, whatever the number
+    of samples or chunks."""
+    nrt = pytest.importorskip("numba.core.runtime._nrt_python")
+    from numba.core.runtime import rtsys
+    if not hasattr(nrt, "memsys_enable_stats"):
+        pytest.skip("this Numba has no NRT allocation statistics")
+
+    @numba.njit
+    def no_op(*args):
+        pass
+
+    def allocations(call):
+        before = rtsys.get_allocation_stats().alloc
+        call()
+        return rtsys.get_allocation_stats().alloc - before
+
+    kernel = api.kernel_model_of(small_tree)
+    wanted = np.ones(len(QUANTITIES), dtype=np.bool_)
+    was_enabled = nrt.memsys_stats_enabled()
+    nrt.memsys_enable_stats()
+    try:
+        for n_samples, n_chunks in ((1, 1), (SAMPLES, 1), (SAMPLES, 3)):
+            qhat = taylor_from_raw(random_stack(small_tree, ORDER + 3, n_samples=n_samples,
+                                                seed=35))
+            J, motion = jacobian_outputs(small_tree, n_samples, wanted), \
+                motion_outputs(small_tree, n_samples)
+            last = n_samples // n_chunks       # the first of n_chunks chunks
+            for name, kernel_call, args in (
+                    ("jacobian_kernel", jacobian_kernel,
+                     (kernel, jacobian_workspace(kernel, ORDER, wanted, n_chunks), 0, 0, last,
+                      qhat, wanted, J)),
+                    ("motion_kernel", motion_kernel,
+                     (kernel, motion_workspace(kernel, ORDER, True, n_chunks), 0, 0, last, qhat,
+                      True, True, True, motion))):
+                kernel_call(*args)      # compiled outside the count
+                no_op(*args)
+                assert allocations(lambda: kernel_call(*args)) == \
+                    allocations(lambda: no_op(*args)), name
+    finally:
+        if not was_enabled:
+            nrt.memsys_disable_stats()

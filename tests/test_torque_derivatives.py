@@ -1,0 +1,92 @@
+"""The order-0 torque Jacobian kernel (cmtm/rnea_derivatives.py) against the comprehensive
+Lemma 6 kernel at k = 0 (6x6 CMTM blocks, a different algorithm), on trees with branches,
+prismatic joints and a floating base; its zeros off the branches; its threads and its
+workspace. Agreement with Pinocchio's computeRNEADerivatives, the naive oracle and finite
+differences is tested in test_jacobians.py and test_oracle.py through cmtm.jacobian, which
+runs this kernel at order 0.
+"""
+import numba
+import numpy as np
+import pytest
+
+import cmtm
+import kinematic_trees as kt
+from cmtm import api
+from cmtm.rnea_derivatives import torque_derivatives_kernel, torque_derivatives_workspace
+from cmtm.structured_jacobians import JOINT_TORQUE
+from conftest import random_stack, relative_error
+
+
+@pytest.fixture(scope="module")
+def models(panda, tree12):
+    """Models with branches (tree12), prismatic joints (random_tree with prismatic
+    probability) and a floating base (six virtual joints, prismatic and revolute)."""
+    return {"panda": panda, "tree12": tree12,
+            "prismatic_tree": kt.compile_tree(kt.random_tree(7, seed=5, prismatic_fraction=0.5)),
+            "floating_chain": kt.compile_tree(kt.serial_chain(3), floating_base="xyz_zyx")}
+
+
+@pytest.mark.parametrize("name", ["panda", "tree12", "prismatic_tree", "floating_chain"])
+def test_matches_comprehensive_lemma6_kernel(models, name):
+    """d tau / d(q, q', q'') of the order-0 kernel = the k = 0 rows of the comprehensive
+    kernel: 1e-12 relative to the largest entry (seen ~1e-15)."""
+    model = api.check_model(models[name])
+    q_stack = random_stack(model, 3, n_samples=3, seed=7)
+    fast = cmtm.jacobian(model, q_stack, "joint_torque", order=0)
+    comprehensive = api._comprehensive_jacobians(model, q_stack, 0, [JOINT_TORQUE])
+    assert relative_error(fast, comprehensive["joint_torque"]) < 1e-12
+
+
+def test_prismatic_tree_has_prismatic_joints(models):
+    """The prismatic case above is not vacuous."""
+    assert (models["prismatic_tree"].joint_type == kt.JOINT_PRISMATIC).any()
+
+
+def test_entries_off_the_branches_are_written_zero(models):
+    """The kernel writes every entry of its output (the API allocates it uninitialised):
+    pairs on different branches are exactly 0 even over NaN-filled memory, and the others
+    are those of the comprehensive kernel."""
+    model = api.check_model(models["tree12"])
+    q_stack = random_stack(model, 3, n_samples=2, seed=1)
+    out = np.full((2, model.nv, 3, model.nv), np.nan)
+    torque_derivatives_kernel(api.kernel_model_of(model),
+                              torque_derivatives_workspace(model.nv, 1), 0, 0, 2, q_stack, out)
+    expected = api._comprehensive_jacobians(model, q_stack, 0, [JOINT_TORQUE])
+    expected = expected["joint_torque"][:, 0]
+    assert np.isfinite(out).all()
+    related = np.zeros((model.nv, model.nv), dtype=bool)
+    for i in range(model.nv):
+        related[i, i:model.subtree_end[i]] = True
+        related[i:model.subtree_end[i], i] = True
+    assert (~related).any()
+    assert (out[:, ~related[:, None, :].repeat(3, axis=1)] == 0.0).all()
+    assert relative_error(out, expected) < 1e-12
+
+
+def test_identical_bit_for_bit_for_any_thread_count(models):
+    """One thread and every thread give the same bits (each sample is computed by the same
+    instructions whatever the chunk it falls in)."""
+    model = models["tree12"]
+    q_stack = random_stack(model, 3, n_samples=9, seed=2)
+    before = numba.get_num_threads()
+    try:
+        results = []
+        for threads in sorted({1, numba.config.NUMBA_NUM_THREADS}):
+            numba.set_num_threads(threads)
+            results.append(cmtm.jacobian(model, q_stack, "joint_torque", order=0))
+    finally:
+        numba.set_num_threads(before)
+    assert all(np.array_equal(results[0], other) for other in results[1:])
+
+
+def test_workspace_reused_across_calls(models):
+    """A second call with the same model and thread count takes the cached workspace."""
+    model = models["panda"]
+    q_stack = random_stack(model, 3, n_samples=4, seed=3)
+    cmtm.jacobian(model, q_stack, "joint_torque", order=0)
+    kernel = api.kernel_model_of(model)
+    chunks = api.thread_chunks(4)
+    first = api.workspace(kernel, "torque_derivatives", chunks, lambda: None)
+    cmtm.jacobian(model, q_stack, "joint_torque", order=0)
+    assert first is not None
+    assert api.workspace(kernel, "torque_derivatives", chunks, lambda: None) is first
