@@ -17,8 +17,8 @@ import numpy as np
 from cmtm._jit import jit
 from cmtm.dynamics import force_from_momentum, joint_torque, momentum_stacks, world_momentum
 from cmtm.kernel_model import borrowed
-from cmtm.kinematics import (joint_constants, joint_geometry, link_cmtm_inverse_pass,
-                             link_cmtm_pass, relative_cmtm_inverse, velocity_pass)
+from cmtm.kinematics import (joint_constants, link_cmtm_inverse_pass, link_cmtm_pass,
+                             relative_cmtm_inverse, velocity_pass)
 from cmtm.rnea import link_pose_in_parent
 
 
@@ -128,17 +128,21 @@ def motion_kernel(model, ws, chunk, first, last, qhat, kinematics, world, dynami
                 copy_link_stack(dyn_f[1], f_J[s])
 
 
-@jit
 def link_poses_kernel(model, q, R_out, p_out):
     """World (base-frame) poses of the link frames: A_i = A_{p(i)} A_0,i E_i(q_i) (§3.1).
 
     model: KernelModel; q: (n_samples, n); R_out: (n_samples, n, 3, 3), p_out:
-    (n_samples, n, 3) outputs.
+    (n_samples, n, 3) outputs. Allocates the work arrays of :func:`link_poses_samples`
+    here, in NumPy: an allocation inside a kernel costs compile time, not run time.
     """
+    link_poses_samples(model, q, np.empty((3, 3)), np.empty((3, 3)), np.empty(3), R_out,
+                       p_out)
+
+
+@jit
+def link_poses_samples(model, q, E, R_rel, p_rel, R_out, p_out):
+    """:func:`link_poses_kernel` with its work arrays E, R_rel (3, 3) and p_rel (3,)."""
     parent = model.parent
-    E = np.empty((3, 3))
-    R_rel = np.empty((3, 3))
-    p_rel = np.empty(3)
     for s in range(q.shape[0]):
         for i in range(parent.shape[0]):
             link_pose_in_parent(model.joint_type[i], model.axis[i], model.placement_R[i],
@@ -158,23 +162,48 @@ def link_poses_kernel(model, q, R_out, p_out):
                         Rp[r, 2] * R_rel[2, c]
 
 
-@jit
+class LinkCMTMWorkspace(NamedTuple):
+    """Arrays of :func:`link_cmtm_samples` for n links and K CMTM orders (Kv = max(K-1, 1))."""
+
+    S: np.ndarray           # (n, 6) joint screws
+    A0inv: np.ndarray       # (n, 6, 6) inverse joint placements
+    root: np.ndarray        # (Kv, 6) base velocity stack at rest (zeros)
+    Xup: np.ndarray         # (n, K, 6, 6) relative CMTMs
+    Xinv_L: np.ndarray      # (n, K, 6, 6) link CMTM inverses
+    XJinv: np.ndarray       # (K, 6, 6) joint CMTM inverse of one joint
+    crosses: np.ndarray     # (K, 6, 6) [nu_m x] of one link
+    pose: np.ndarray        # (6, 6) one link pose
+    skew_axis: np.ndarray   # (3, 3) [a x] of one joint axis
+    sin_q: np.ndarray       # (K,) its sin and cos jets
+    cos_q: np.ndarray       # (K,)
+    nu: np.ndarray          # (n, Kv, 6) link velocity stacks (zeros if K = 1)
+
+
 def link_cmtm_kernel(model, qhat, X_L):
     """Link CMTM blocks X_{L_i,l} = A_{L_i}^(l) / l! of a base at rest for every sample (§2.4).
 
     model: KernelModel; qhat: (n_samples, >=K, n) Taylor-scaled; X_L: (n_samples, n, K, 6, 6)
-    output. Work arrays are allocated once per call.
+    output. Allocates the :class:`LinkCMTMWorkspace` here, once per call and in NumPy (an
+    allocation inside a kernel costs compile time), then runs :func:`link_cmtm_samples`.
     """
     n, K = X_L.shape[1], X_L.shape[2]
-    S, A0inv = np.empty((n, 6)), np.empty((n, 6, 6))
-    joint_geometry(model, S, A0inv)
-    Xup, Xinv_L = np.empty((n, K, 6, 6)), np.empty((n, K, 6, 6))
-    XJinv, crosses, pose, a = np.empty((K, 6, 6)), np.empty((K, 6, 6)), np.empty((6, 6)), \
-        np.empty((3, 3))
-    sin_q, cos_q = np.empty(K), np.empty(K)
-    nu, root = np.zeros((n, max(K - 1, 1), 6)), np.zeros((max(K - 1, 1), 6))
+    Kv = max(K - 1, 1)
+    S, A0inv, root = joint_constants(model, Kv)
+    ws = LinkCMTMWorkspace(
+        S=S, A0inv=A0inv, root=root[0], Xup=np.empty((n, K, 6, 6)),
+        Xinv_L=np.empty((n, K, 6, 6)), XJinv=np.empty((K, 6, 6)), crosses=np.empty((K, 6, 6)),
+        pose=np.empty((6, 6)), skew_axis=np.empty((3, 3)), sin_q=np.empty(K),
+        cos_q=np.empty(K), nu=np.zeros((n, Kv, 6)))
+    link_cmtm_samples(model, ws, qhat, X_L)
+
+
+@jit
+def link_cmtm_samples(model, ws, qhat, X_L):
+    """:func:`link_cmtm_kernel` with its work arrays ``ws`` (a :class:`LinkCMTMWorkspace`)."""
+    K = X_L.shape[2]
     for s in range(qhat.shape[0]):
-        relative_cmtm_inverse(model, A0inv, qhat[s], XJinv, sin_q, cos_q, a, Xup)
+        relative_cmtm_inverse(model, ws.A0inv, qhat[s], ws.XJinv, ws.sin_q, ws.cos_q,
+                              ws.skew_axis, ws.Xup)
         if K > 1:
-            velocity_pass(model.parent, S, Xup, qhat[s], root, nu)
-        link_cmtm_pass(model.parent, Xup, nu, Xinv_L, X_L[s], pose, crosses)
+            velocity_pass(model.parent, ws.S, ws.Xup, qhat[s], ws.root, ws.nu)
+        link_cmtm_pass(model.parent, ws.Xup, ws.nu, ws.Xinv_L, X_L[s], ws.pose, ws.crosses)

@@ -73,6 +73,8 @@ class TorqueDerivativesWorkspace(NamedTuple):
     w_m: np.ndarray
     w_mc: np.ndarray
     w_IO: np.ndarray
+    w_mc_link: np.ndarray
+    w_IO_link: np.ndarray
     identity: np.ndarray
     origin: np.ndarray
     w_pair: np.ndarray
@@ -88,7 +90,8 @@ def torque_derivatives_workspace(n, n_chunks):
         E=work(3, 3), R=work(n, 3, 3), p=work(n, 3), w_R=work(n, 3, 3), w_p=work(n, 3),
         w_s=work(n, 3, 6), w_v=work(n, 6), w_alpha=work(n, 6),
         w_Ic=work(n, 6, 6), w_dIc=work(n, 6, 6), w_h=work(n, 6), w_F=work(n, 6),
-        w_m=work(1), w_mc=work(3), w_IO=work(3, 3), identity=np.eye(3), origin=np.zeros(3), w_pair=work(5, 6), row=work(2, 6, n), descendant=work(3, 6, n))
+        w_m=work(1), w_mc=work(3), w_IO=work(3, 3), w_mc_link=work(3),
+        w_IO_link=work(3, 3), identity=np.eye(3), origin=np.zeros(3), w_pair=work(5, 6), row=work(2, 6, n), descendant=work(3, 6, n))
 
 
 @jit
@@ -134,18 +137,22 @@ def world_screw(joint_type, axis, w_R, w_p, s):
 
 
 @jit
-def world_inertia(mass, first_moment, rotational_inertia, w_R, w_p, m, mc, I_O, out):
+def world_inertia(mass, first_moment, rotational_inertia, w_R, w_p, link_mc, link_IO, m, mc,
+                  I_O, out):
     """Spatial inertia of a link about the world origin in world axes, A^{-T} I A^{-1}
     (§2.3): its first moment mc and rotational inertia I_O moved to the base by
     ``composite_inertia_to_parent_add`` (m, mc, I_O: work arrays (1,), (3,), (3, 3)), then
-    out = [[I_O, [mc x]], [[mc x]^T, m E]]."""
+    out = [[I_O, [mc x]], [[mc x]^T, m E]]. link_mc, link_IO ((3,), (3, 3) work arrays)
+    take copies of the read-only model arrays, so that composite_inertia_to_parent_add sees
+    writable arrays as in ``crba_sample`` and compiles once."""
     m[0] = 0.0
     for r in range(3):
         mc[r] = 0.0
+        link_mc[r] = first_moment[r]
         for col in range(3):
             I_O[r, col] = 0.0
-    composite_inertia_to_parent_add(w_R, w_p, mass, first_moment, rotational_inertia, m,
-                                    mc, I_O)
+            link_IO[r, col] = rotational_inertia[r, col]
+    composite_inertia_to_parent_add(w_R, w_p, mass, link_mc, link_IO, m, mc, I_O)
     for r in range(3):
         for col in range(3):
             out[r, col] = I_O[r, col]
@@ -219,7 +226,8 @@ def forward_pass(model, ws, c, q, qd, qdd):
             alpha[r] += ds[r] * qd[i] + s[r] * qdd[i]   # alpha = alpha_p + s' q' + s q''
             v[r] += s[r] * qd[i]                        # v = v_p + s q'
         world_inertia(model.mass[i], model.first_moment[i], model.rotational_inertia[i],
-                      w_R, w_p, ws.w_m[c], ws.w_mc[c], ws.w_IO[c], I)
+                      w_R, w_p, ws.w_mc_link[c], ws.w_IO_link[c], ws.w_m[c], ws.w_mc[c],
+                      ws.w_IO[c], I)
         dI[:, :] = 0.0
         inertia_rate_add(v, I, dI)                      # I' = v x^* I - I v x
         h, f = ws.w_h[c, i], ws.w_F[c, i]

@@ -43,7 +43,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cmtm._jit import jit
+from cmtm._jit import jit, jit_inline
 from cmtm.dynamics import momentum_stacks
 from cmtm.kernel_model import borrowed
 from cmtm.kinematics import (joint_constants, link_cmtm_pass, relative_cmtm_inverse,
@@ -70,21 +70,12 @@ INPUT_OFFSET = (1, 0, 0, 1, 1, 1, 1, 1, 2, 2, 2)
 # --- What a set of wanted quantities needs ---
 
 @jit
-def any_of(wanted, first, last):
-    """True if any of wanted[first..last] is set."""
-    for q in range(first, last + 1):
-        if wanted[q]:
-            return True
-    return False
-
-
-@jit
 def jacobian_flags(wanted):
     """(tangents, kinematic, world, forces): the passes the wanted quantities need, the link
     tangents Gx, the gravity-free kinematic rows, the world momenta, the force rows."""
-    kinematic = any_of(wanted, LINK_VELOCITY, JOINT_MOMENTUM)
+    kinematic = wanted[LINK_VELOCITY:JOINT_MOMENTUM + 1].any()
     forces = wanted[LINK_FORCE] or wanted[JOINT_FORCE]
-    world = any_of(wanted, LINK_MOMENTUM_WORLD, JOINT_MOMENTUM) or wanted[JOINT_FORCE]
+    world = wanted[LINK_MOMENTUM_WORLD:JOINT_MOMENTUM + 1].any() or wanted[JOINT_FORCE]
     tangents = wanted[LINK_TANGENT] or kinematic or forces
     return tangents, kinematic, world, forces
 
@@ -232,7 +223,7 @@ def force_rule(nu, h, H, V, ancestor, F):
 # --- Sweeps over the tree (pairs (i, j): j in the support of i, then, for joint
 # dynamics, j a strict descendant of i) ---
 
-@jit
+@jit_inline
 def link_sweep(model, ws, chunk, state, momentum, world):
     """Forward sweep for the support pairs (i, j in P(i)): V, and if ``momentum`` H, if
     ``world`` W (and H), from the pass ``state`` = (nu, h_L, h_J)."""
@@ -266,7 +257,7 @@ def subtree_sum_sweep(model, W, WJ):
                 add_blocks(WJ[c, support[t]], WJ[p, support[t]])
 
 
-@jit
+@jit_inline
 def tangent_rows(model, ws, chunk, wanted, outputs, smp):
     """Lemma 1 (joint tangent and joint velocity: S_i on their own joint) and Lemma 2
     (link tangent: Gx over the support) written as raw blocks for sample ``smp``."""
@@ -288,7 +279,7 @@ def tangent_rows(model, ws, chunk, wanted, outputs, smp):
                 write_raw_blocks(Gx[i, j:j + 1], coef, 6 * i, j, outputs[LINK_TANGENT][smp])
 
 
-@jit
+@jit_inline
 def joint_momentum_pair(ws, chunk, state, i, j, wanted, outputs, smp):
     """Joint momentum columns (world, local) of the pair (i, j): WJ[i, j] for j in P(i),
     WJ[j, j] for a strict descendant j (Lemma 4), then Lemma 4 step 3."""
@@ -303,7 +294,7 @@ def joint_momentum_pair(ws, chunk, state, i, j, wanted, outputs, smp):
         write_raw_blocks(HJ, ws.coef, 6 * i, j, outputs[JOINT_MOMENTUM][smp])
 
 
-@jit
+@jit_inline
 def momentum_rows(model, ws, chunk, state, wanted, world, outputs, smp):
     """Lemmas 2-4 on the gravity-free pass ``state``: link velocity, link momentum (local,
     world), joint momentum (world, local) raw blocks for sample ``smp``."""
@@ -328,7 +319,7 @@ def momentum_rows(model, ws, chunk, state, wanted, world, outputs, smp):
                 joint_momentum_pair(ws, chunk, state, i, j, wanted, outputs, smp)
 
 
-@jit
+@jit_inline
 def joint_force_pair(ws, chunk, state, i, j, out):
     """Joint force columns of the pair (i, j) (Lemmas 4-5), j in P(i) or a strict
     descendant of i, written as raw blocks into out (k+1, 6n, k+3, n)."""
@@ -340,7 +331,7 @@ def joint_force_pair(ws, chunk, state, i, j, out):
     write_raw_blocks(F, ws.coef, 6 * i, j, out)
 
 
-@jit
+@jit_inline
 def force_rows(model, ws, chunk, state, wanted, outputs, smp):
     """Lemmas 2-5 on the gravity pass ``state``: link and joint force raw blocks for
     sample ``smp``.
@@ -349,7 +340,7 @@ def force_rows(model, ws, chunk, state, wanted, outputs, smp):
     and cancels in X^{*-1} (sum X^* ...), so the link CMTMs of the base at rest serve.
     """
     V, H, F = ws.V[chunk], ws.H[chunk], ws.F[chunk]
-    link_sweep(model, ws, chunk, state, any_of(wanted, LINK_FORCE, JOINT_FORCE),
+    link_sweep(model, ws, chunk, state, wanted[LINK_FORCE:JOINT_FORCE + 1].any(),
                wanted[JOINT_FORCE])
     if wanted[LINK_FORCE]:
         for i in range(model.parent.shape[0]):
@@ -393,9 +384,9 @@ def jacobian_kernel(model, ws, chunk, first, last, qhat, wanted, outputs):
                               ws.cos_q[chunk], ws.skew_axis[chunk], Xup)
         if tangents:
             tangent_sweep(model, S, Xup, ws.Gx[chunk])
-        if any_of(wanted, JOINT_VELOCITY, LINK_TANGENT):
+        if wanted[JOINT_VELOCITY:LINK_TANGENT + 1].any():
             tangent_rows(model, ws, chunk, wanted, outputs, smp)
-        if any_of(wanted, LINK_MOMENTUM, JOINT_MOMENTUM) or world:
+        if wanted[LINK_MOMENTUM:JOINT_MOMENTUM + 1].any() or world:
             momentum_stacks(parent, S, I, Xup, q, free_root, free[0], free[1], free[2])
         elif kinematic:
             velocity_pass(parent, S, Xup, q, free_root, free[0])

@@ -44,7 +44,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cmtm._jit import jit
+from cmtm._jit import jit, jit_inline
 from cmtm.cmtm_matrix import (cmtm_blocks_from_crosses, cmtm_inverse_blocks_from_crosses,
                               velocity_crosses_into)
 from cmtm.dynamics import momentum_stacks
@@ -127,7 +127,7 @@ def screw_stack(X, S, s):
             s[m, c] = acc
 
 
-@jit
+@jit_inline
 def world_state(model, tw, chunk, S, Xup, q, root_nu):
     """Gravity-pass body stacks (§4-§5) and their world-frame forms, L coefficients each:
     link CMTMs from the §2.1 recursion on the link pose and the body velocity (which holds
@@ -158,7 +158,7 @@ def world_state(model, tw, chunk, S, Xup, q, root_nu):
             add_blocks(Ic[child], Ic[parent[child]])
 
 
-@jit
+@jit_inline
 def link_jets(tw, chunk, i, root_nu):
     """The jets of link i (L coefficients, L-1 for gamma): e_i = [s_i x^*] h~_J_i,
     b_i = I~^C_i s_i, gamma_i = (d/dt I~^C_i) s_i, a_i = [s_i x] v~_{p(i)} (root_nu for a
@@ -182,7 +182,7 @@ def link_jets(tw, chunk, i, root_nu):
     conv_block_vec(Ic, a, y0, -1.0)
 
 
-@jit
+@jit_inline
 def per_link_jets(model, tw, chunk, root_nu):
     """Stacked per-link and per-joint jets of the pair formulas (L-1 coefficients).
 
