@@ -432,32 +432,40 @@ def print_rows(title, columns, rows):
     print()
 
 
+MODEL_COLUMNS = [("model", "model", "", 17), ("nv", "nv", "d", 3)]
+CMTM_US = ("cmtm us", "cmtm_us", ".2f", 9)
+PIN_US = ("pin us", "pinocchio_us", ".2f", 9)
+REL_ERR = ("rel err", "max_rel_error", ".0e", 8)
+TARGET = ("target", "target", "", 7)
+COLD_S = ("cold s", "cold_s", ".1f", 7)
+CACHED_S = ("cached s", "cached_s", ".2f", 8)
+"""Columns shared by the blocks: (header, row key, format, width)."""
+
+
 def print_tables(blocks, args):
     rows, jacobians, threads, compiles = blocks
     print_rows(
         f"1. Order-0 cmtm (batched, {args.samples} samples per call, 1 Numba thread) vs "
         f"Pinocchio {pinocchio.__version__} (per-sample Python loop); best of {args.repeats}; "
         f"us/sample; pin/cmtm > 1: cmtm faster; cold/cached s: block 4",
-        [("model", "model", "", 17), ("nv", "nv", "d", 3), ("function", "function", "", 17),
-         ("cmtm us", "cmtm_us", ".2f", 9), ("pin us", "pinocchio_us", ".2f", 9),
-         ("pin/cmtm", "pin_over_cmtm", ".2f", 8), ("rel err", "max_rel_error", ".0e", 8),
-         ("cold s", "cold_s", ".1f", 7), ("cached s", "cached_s", ".2f", 8)], rows)
+        MODEL_COLUMNS + [("function", "function", "", 17), CMTM_US, PIN_US,
+                         ("pin/cmtm", "pin_over_cmtm", ".2f", 8), REL_ERR,
+                         COLD_S, CACHED_S], rows)
     print_rows(
         f"2. Order-0 torque Jacobian, cmtm.jacobian(..., 'joint_torque', order=0) over "
         f"{args.jacobian_samples} samples vs pinocchio.computeRNEADerivatives per sample, "
         f"1 thread; target cmtm/pin <= {JACOBIAN_RATIO_TARGET:g}",
-        [("model", "model", "", 17), ("nv", "nv", "d", 3), ("cmtm us", "cmtm_us", ".2f", 9),
-         ("pin us", "pinocchio_us", ".2f", 9), ("cmtm/pin", "cmtm_over_pin", ".2f", 8),
-         ("rel err", "max_rel_error", ".0e", 8), ("target", "target", "", 7)], jacobians)
+        MODEL_COLUMNS + [CMTM_US, PIN_US, ("cmtm/pin", "cmtm_over_pin", ".2f", 8), REL_ERR,
+                         TARGET], jacobians)
     print_rows(
         f"3. Thread scaling, numba.set_num_threads(t), t = 1..{numba.config.NUMBA_NUM_THREADS} "
         f"({numba.threading_layer()} layer); speedup vs 1 thread; identical: np.array_equal "
         f"with 1 thread; target: the Jacobian >= {SPEEDUP_TARGET[1]:g}x on "
         f"{SPEEDUP_TARGET[0]} threads",
-        [("model", "model", "", 17), ("nv", "nv", "d", 3), ("function", "function", "", 22),
-         ("samples", "samples", "d", 7), ("threads", "threads", "d", 7),
-         ("cmtm us", "cmtm_us", ".2f", 9), ("speedup", "speedup", ".2f", 7),
-         ("identical", "identical", "", 9), ("target", "target", "", 7)], threads)
+        MODEL_COLUMNS + [("function", "function", "", 22), ("samples", "samples", "d", 7),
+                         ("threads", "threads", "d", 7), CMTM_US,
+                         ("speedup", "speedup", ".2f", 7), ("identical", "identical", "", 9),
+                         TARGET], threads)
     print_rows(
         "4. Compile, Panda, fresh interpreters: cold s = first call minus a steady call with "
         "an empty NUMBA_CACHE_DIR" + ("" if args.cold else " (not measured: --quick or "
@@ -466,10 +474,8 @@ def print_tables(blocks, args):
                                               "the project's warm cache")
         + f"; the CLI row is its whole wall time; targets: together <= {ALL_TOGETHER_TARGET:g} "
           f"s, CLI <= {CLI_TARGET:g} s (cold)",
-        [("case", "case", "", 44), ("import s", "import_s", ".2f", 8),
-         ("cold s", "cold_s", ".1f", 7), ("cached s", "cached_s", ".2f", 8),
-         ("rel err", "max_rel_error", ".0e", 8), ("target s", "target_s", "g", 8),
-         ("target", "target", "", 7)], compiles)
+        [("case", "case", "", 44), ("import s", "import_s", ".2f", 8), COLD_S, CACHED_S,
+         REL_ERR, ("target s", "target_s", "g", 8), TARGET], compiles)
 
 
 def main():

@@ -368,9 +368,18 @@ def check_finite(name, array):
     return array
 
 
-def model_arrays(model):
-    """The arrays every kernel takes, in kernel argument order."""
-    return (model.parent, model.joint_type, model.axis, model.placement_R, model.placement_p)
+def _memo(cache, key, owner, build, kept):
+    """cache[key] = (owner, build()) unless it holds a value built for this very ``owner``
+    object (keys hold ids, which Python reuses once an object is gone), and that value;
+    the cache is emptied when it reaches ``kept`` entries."""
+    entry = cache.get(key)
+    if entry is not None and entry[0] is owner:
+        return entry[1]
+    if len(cache) >= kept:
+        cache.clear()
+    value = build()
+    cache[key] = (owner, value)
+    return value
 
 
 _KERNEL_MODELS = {}
@@ -380,14 +389,8 @@ _KERNEL_MODELS = {}
 def kernel_model_of(model):
     """The :class:`~cmtm.kernel_model.KernelModel` of a checked model, built once per model
     object (the support arrays take O(n^2) Python work)."""
-    model_and_kernel = _KERNEL_MODELS.get(id(model))
-    if model_and_kernel is not None and model_and_kernel[0] is model:
-        return model_and_kernel[1]
-    if len(_KERNEL_MODELS) >= _CHECKED_MODELS_KEPT:
-        _KERNEL_MODELS.clear()
-    kernel = kernel_model(model)
-    _KERNEL_MODELS[id(model)] = (model, kernel)
-    return kernel
+    return _memo(_KERNEL_MODELS, id(model), model, lambda: kernel_model(model),
+                 _CHECKED_MODELS_KEPT)
 
 
 _WORKSPACES = threading.local()
@@ -399,18 +402,10 @@ def workspace(kernel, kind, shape_key, allocate):
     once per Python thread and reused by every later call with the same key (so that an
     optimizer's repeated calls allocate nothing but their results). Per thread, because
     callers may run the nogil kernels from several Python threads at once."""
-    cache = getattr(_WORKSPACES, "cache", None)
-    if cache is None:
-        cache = _WORKSPACES.cache = {}
-    key = (id(kernel), kind, shape_key)
-    entry = cache.get(key)
-    if entry is not None and entry[0] is kernel:
-        return entry[1]
-    if len(cache) >= _WORKSPACES_KEPT:
-        cache.clear()
-    work = allocate()
-    cache[key] = (kernel, work)
-    return work
+    if not hasattr(_WORKSPACES, "cache"):
+        _WORKSPACES.cache = {}
+    return _memo(_WORKSPACES.cache, (id(kernel), kind, shape_key), kernel, allocate,
+                 _WORKSPACES_KEPT)
 
 
 def thread_chunks(n_samples):
@@ -458,6 +453,18 @@ def run_chunks(kernel, kernel_model, work, n_chunks, n_samples, *arrays):
         chunk.result()
 
 
+def run_on_threads(model, kernel, kind, sizes, allocate, n_samples, *arrays):
+    """A batched kernel over n_samples samples of a checked model: its KernelModel, its
+    workspace ``allocate(kernel_model, n_chunks)`` from the per-thread cache (key: ``kind``,
+    the chunk count and ``sizes``, what else the workspace's shapes depend on), the chunks
+    on threads (:func:`run_chunks`)."""
+    kmodel = kernel_model_of(model)
+    n_chunks = thread_chunks(n_samples)
+    work = workspace(kmodel, kind, (n_chunks, *sizes) if sizes else n_chunks,
+                     lambda: allocate(kmodel, n_chunks))
+    run_chunks(kernel, kmodel, work, n_chunks, n_samples, *arrays)
+
+
 
 
 def motion(model, q_stack, order=0, *, dynamics=True, world=True):
@@ -487,18 +494,16 @@ def motion(model, q_stack, order=0, *, dynamics=True, world=True):
     # each field twice: the kernel's Taylor-scaled output and its raw copy
     reserve("motion", n_samples, 16 * (k + 1) * nv * (6 * link_fields + dynamics),
             _SAMPLES_SPLIT)
-    kernel, n_chunks = kernel_model_of(model), thread_chunks(n_samples)
-    work = workspace(kernel, "motion", (n_chunks, k, dynamics),
-                     lambda: motion_workspace(kernel, k, dynamics, n_chunks))
     link_shape = (n_samples, k + 1, nv, 6)
     empty = np.empty((0, 0, 0, 6))
     kin = [np.empty(link_shape) for _ in range(3)]
     world_out = [np.empty(link_shape) if world else empty for _ in range(2)]
     dyn = [np.empty(link_shape) if dynamics else empty for _ in range(2)]
     tau = np.empty((n_samples, k + 1, nv)) if dynamics else np.empty((0, k + 1, 0))
-    run_chunks(motion_kernel, kernel, work, n_chunks, n_samples, taylor_from_raw(stack), True,
-               world, dynamics,
-               (kin[0], kin[1], world_out[0], kin[2], world_out[1], dyn[0], dyn[1], tau))
+    run_on_threads(model, motion_kernel, "motion", (k, dynamics),
+                   lambda kernel, n_chunks: motion_workspace(kernel, k, dynamics, n_chunks),
+                   n_samples, taylor_from_raw(stack), True, world, dynamics,
+                   (kin[0], kin[1], world_out[0], kin[2], world_out[1], dyn[0], dyn[1], tau))
 
     def finish(name, array, wanted):
         if not wanted:
@@ -525,19 +530,16 @@ def inverse_dynamics(model, q_stack, order=0):
     stack, single = check_stack(model, q_stack, k + 3)
     n_samples, nv = stack.shape[0], stack.shape[2]
     if k == 0:
-        kernel, n_chunks = kernel_model_of(model), thread_chunks(n_samples)
-        work = workspace(kernel, "rnea", n_chunks, lambda: rnea_workspace(kernel, n_chunks))
         tau = np.empty((n_samples, nv))
-        run_chunks(rnea_kernel, kernel, work, n_chunks, n_samples, stack, tau)
+        run_on_threads(model, rnea_kernel, "rnea", (), rnea_workspace, n_samples, stack, tau)
         tau = check_finite("tau", tau)[:, None, :]
     else:
-        kernel, n_chunks = kernel_model_of(model), thread_chunks(n_samples)
-        work = workspace(kernel, "motion", (n_chunks, k, True),
-                         lambda: motion_workspace(kernel, k, True, n_chunks))
         tau = np.empty((n_samples, k + 1, nv))
         none = np.empty((0, 0, 0, 6))
-        run_chunks(motion_kernel, kernel, work, n_chunks, n_samples, taylor_from_raw(stack),
-                   False, False, True, (none, none, none, none, none, none, none, tau))
+        run_on_threads(model, motion_kernel, "motion", (k, True),
+                       lambda kernel, n_chunks: motion_workspace(kernel, k, True, n_chunks),
+                       n_samples, taylor_from_raw(stack), False, False, True,
+                       (none, none, none, none, none, none, none, tau))
         tau = raw_result("tau", tau)
     return tau[0] if single else tau
 
@@ -591,10 +593,8 @@ def mass_matrix(model, q):
     model = check_model(model)
     q2, single = _joint_positions(model, q)
     reserve("mass_matrix", q2.shape[0], 8 * q2.shape[1] ** 2, _SAMPLES_SPLIT)
-    kernel, n_chunks = kernel_model_of(model), thread_chunks(q2.shape[0])
-    work = workspace(kernel, "crba", n_chunks, lambda: crba_workspace(kernel, n_chunks))
     M = np.empty((q2.shape[0], q2.shape[1], q2.shape[1]))
-    run_chunks(crba_kernel, kernel, work, n_chunks, q2.shape[0], q2, M)
+    run_on_threads(model, crba_kernel, "crba", (), crba_workspace, q2.shape[0], q2, M)
     M = check_finite("mass_matrix", M)
     return M[0] if single else M
 
@@ -667,12 +667,9 @@ def _structured_jacobians(model, stack, k, indices):
 def _torque_derivatives(model, stack):
     """d tau / d(q, q', q'') of a validated stack: (n_samples, 1, nv, 3, nv)."""
     n_samples, nv = stack.shape[0], stack.shape[2]
-    kernel = kernel_model_of(model)
-    n_chunks = thread_chunks(n_samples)
-    work = workspace(kernel, "torque_derivatives", n_chunks,
-                     lambda: torque_derivatives_workspace(nv, n_chunks))
     J = np.empty((n_samples, nv, 3, nv))
-    run_chunks(torque_derivatives_kernel, kernel, work, n_chunks, n_samples, stack, J)
+    run_on_threads(model, torque_derivatives_kernel, "torque_derivatives", (),
+                   torque_derivatives_workspace, n_samples, stack, J)
     return check_finite("joint_torque", J)[:, None]
 
 
@@ -685,11 +682,9 @@ def _comprehensive_jacobians(model, stack, k, indices):
     outputs = tuple(
         np.zeros((n_samples, k + 1, _rows_of(q, nv), k + 1 + INPUT_OFFSET[q], nv))
         if wanted[q] else empty for q in range(len(QUANTITIES)))
-    kernel, n_chunks = kernel_model_of(model), thread_chunks(n_samples)
-    work = workspace(kernel, "jacobian", (n_chunks, jacobian_sizes(nv, k, wanted)),
-                     lambda: jacobian_workspace(kernel, k, wanted, n_chunks))
-    run_chunks(jacobian_kernel, kernel, work, n_chunks, n_samples, taylor_from_raw(stack),
-               wanted, outputs)
+    run_on_threads(model, jacobian_kernel, "jacobian", (jacobian_sizes(nv, k, wanted),),
+                   lambda kernel, n_chunks: jacobian_workspace(kernel, k, wanted, n_chunks),
+                   n_samples, taylor_from_raw(stack), wanted, outputs)
     return {QUANTITIES[q]: check_finite(QUANTITIES[q], outputs[q]) for q in indices}
 
 

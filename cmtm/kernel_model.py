@@ -37,7 +37,7 @@ class KernelModel(NamedTuple):
     parent               (n,) int64      parent link, -1 for the base
     subtree_end          (n,) int64      subtree of i is range(i, subtree_end[i])
     support_start        (n+1,) int64    support of i is support[support_start[i]:
-    support              (n(n+1)/2 max)  support_start[i+1]]: i, parent[i], ..., root
+    support              (total,) int64  support_start[i+1]]: i, parent[i], ..., root
     joint_type           (n,) int64      kinematic_trees.joint_types codes
     axis                 (n, 3)          unit joint axis in the link frame
     placement_R          (n, 3, 3)       pose of joint i's frame in the parent link

@@ -33,7 +33,7 @@ def joint_geometry(model, S, A0inv):
     """Constant per-joint data of a KernelModel: screws S (n, 6) and inverse placements
     A_0^{-1} (n, 6, 6), outputs."""
     for i in range(model.parent.shape[0]):
-        joint_screw_into(model.joint_type[i], model.axis[i], S[i])
+        joint_screw_into(model.joint_type[i], model.axis[i], 1.0, S[i])
         placement_inverse_into(model.placement_R[i], model.placement_p[i], A0inv[i])
 
 

@@ -54,7 +54,7 @@ import numpy as np
 
 from cmtm._jit import jit
 from cmtm.kernel_model import borrowed
-from cmtm.spatial import JOINT_REVOLUTE
+from cmtm.spatial import JOINT_REVOLUTE, joint_screw_add, joint_screw_into
 
 
 class RneaWorkspace(NamedTuple):
@@ -128,23 +128,6 @@ def link_pose_in_parent(joint_type, axis, R0, p0, q, E, R, p):
             for col in range(3):
                 R[r, col] = R0[r, col]
             p[r] = p0[r] + (R0[r, 0] * axis[0] + R0[r, 1] * axis[1] + R0[r, 2] * axis[2]) * q
-
-
-@jit
-def joint_screw_add(joint_type, axis, scale, out):
-    """out += S scale, S = [a; 0] (revolute) or [0; a] (prismatic) in the link frame."""
-    offset = 0 if joint_type == JOINT_REVOLUTE else 3
-    out[offset] += axis[0] * scale
-    out[offset + 1] += axis[1] * scale
-    out[offset + 2] += axis[2] * scale
-
-
-@jit
-def joint_screw(joint_type, axis, scale, out):
-    """out = S scale (see :func:`joint_screw_add`)."""
-    for r in range(6):
-        out[r] = 0.0
-    joint_screw_add(joint_type, axis, scale, out)
 
 
 @jit
@@ -293,7 +276,7 @@ def rnea_sample(model, ws, chunk, q, qd, qdd, tau):
         par = parent[i]
         v_par = ws.w_v0[chunk] if par < 0 else v[par]
         a_par = ws.w_a0[chunk] if par < 0 else a[par]
-        joint_screw(joint_type[i], axis[i], qd[i], vJ)            # vJ = S q'
+        joint_screw_into(joint_type[i], axis[i], qd[i], vJ)       # vJ = S q'
         motion_to_child(R[i], p[i], v_par, v[i])                  # v = X v_par
         joint_screw_add(joint_type[i], axis[i], qd[i], v[i])      #     + S q'
         motion_to_child(R[i], p[i], a_par, a[i])                  # a = X a_par
@@ -349,7 +332,7 @@ def crba_sample(model, ws, chunk, q, M):
         for j in range(n):
             M[i, j] = 0.0
     for i in range(n):
-        joint_screw(joint_type[i], axis[i], 1.0, S)               # S_i
+        joint_screw_into(joint_type[i], axis[i], 1.0, S)          # S_i
         inertia_times(I_C[i], m_C[i, 0], mc_C[i], S, F[i])         # F = I^C S
         M[i, i] = joint_screw_dot(joint_type[i], axis[i], F[i])   # H_ii = S^T F
         for k in range(support_start[i] + 1, support_start[i + 1]):

@@ -50,8 +50,8 @@ import numpy as np
 
 from cmtm._jit import jit
 from cmtm.kernel_model import borrowed
-from cmtm.rnea import (composite_inertia_to_parent_add, force_cross_add, link_pose_in_parent,
-                       motion_cross_add)
+from cmtm.rnea import (base_motion, composite_inertia_to_parent_add, force_cross_add,
+                       link_pose_in_parent, motion_cross_add)
 from cmtm.spatial import JOINT_REVOLUTE
 
 
@@ -73,8 +73,10 @@ class TorqueDerivativesWorkspace(NamedTuple):
     w_m: np.ndarray
     w_mc: np.ndarray
     w_IO: np.ndarray
-    w_mc_link: np.ndarray
-    w_IO_link: np.ndarray
+    w_v0: np.ndarray
+    w_a0: np.ndarray
+    first_moment: np.ndarray
+    rotational_inertia: np.ndarray
     identity: np.ndarray
     origin: np.ndarray
     w_pair: np.ndarray
@@ -82,16 +84,24 @@ class TorqueDerivativesWorkspace(NamedTuple):
     descendant: np.ndarray
 
 
-def torque_derivatives_workspace(n, n_chunks):
-    """A :class:`TorqueDerivativesWorkspace` for n links and n_chunks chunks."""
+def torque_derivatives_workspace(kernel_model, n_chunks):
+    """A :class:`TorqueDerivativesWorkspace` for a KernelModel and n_chunks chunks. Shared
+    by the chunks: the base pose (identity, origin) and writable copies of the link mass
+    properties (so that ``composite_inertia_to_parent_add`` sees the array types of
+    ``crba_sample`` and compiles once)."""
+    n = kernel_model.parent.shape[0]
+
     def work(*shape):
         return np.empty((n_chunks,) + shape)
     return TorqueDerivativesWorkspace(
         E=work(3, 3), R=work(n, 3, 3), p=work(n, 3), w_R=work(n, 3, 3), w_p=work(n, 3),
         w_s=work(n, 3, 6), w_v=work(n, 6), w_alpha=work(n, 6),
         w_Ic=work(n, 6, 6), w_dIc=work(n, 6, 6), w_h=work(n, 6), w_F=work(n, 6),
-        w_m=work(1), w_mc=work(3), w_IO=work(3, 3), w_mc_link=work(3),
-        w_IO_link=work(3, 3), identity=np.eye(3), origin=np.zeros(3), w_pair=work(5, 6), row=work(2, 6, n), descendant=work(3, 6, n))
+        w_m=work(1), w_mc=work(3), w_IO=work(3, 3), w_v0=work(6), w_a0=work(6),
+        first_moment=np.array(kernel_model.first_moment),
+        rotational_inertia=np.array(kernel_model.rotational_inertia),
+        identity=np.eye(3), origin=np.zeros(3), w_pair=work(5, 6), row=work(2, 6, n),
+        descendant=work(3, 6, n))
 
 
 @jit
@@ -137,22 +147,18 @@ def world_screw(joint_type, axis, w_R, w_p, s):
 
 
 @jit
-def world_inertia(mass, first_moment, rotational_inertia, w_R, w_p, link_mc, link_IO, m, mc,
-                  I_O, out):
+def world_inertia(mass, first_moment, rotational_inertia, w_R, w_p, m, mc, I_O, out):
     """Spatial inertia of a link about the world origin in world axes, A^{-T} I A^{-1}
     (§2.3): its first moment mc and rotational inertia I_O moved to the base by
     ``composite_inertia_to_parent_add`` (m, mc, I_O: work arrays (1,), (3,), (3, 3)), then
-    out = [[I_O, [mc x]], [[mc x]^T, m E]]. link_mc, link_IO ((3,), (3, 3) work arrays)
-    take copies of the read-only model arrays, so that composite_inertia_to_parent_add sees
-    writable arrays as in ``crba_sample`` and compiles once."""
+    out = [[I_O, [mc x]], [[mc x]^T, m E]]."""
     m[0] = 0.0
     for r in range(3):
         mc[r] = 0.0
-        link_mc[r] = first_moment[r]
         for col in range(3):
             I_O[r, col] = 0.0
-            link_IO[r, col] = rotational_inertia[r, col]
-    composite_inertia_to_parent_add(w_R, w_p, mass, link_mc, link_IO, m, mc, I_O)
+    composite_inertia_to_parent_add(w_R, w_p, mass, first_moment, rotational_inertia, m, mc,
+                                    I_O)
     for r in range(3):
         for col in range(3):
             out[r, col] = I_O[r, col]
@@ -207,14 +213,13 @@ def forward_pass(model, ws, c, q, qd, qdd):
                             model.placement_p[i], q[i], ws.E[c], R, p)
         if par < 0:
             world_pose(ws.identity, ws.origin, R, p, w_R, w_p)
-            for r in range(6):
-                v[r] = 0.0
-                alpha[r] = 0.0 if r < 3 else -model.gravity[r - 3]   # base at -g (§3.3)
+            v_par, alpha_par = ws.w_v0[c], ws.w_a0[c]   # base at rest, accelerating at -g
         else:
             world_pose(ws.w_R[c, par], ws.w_p[c, par], R, p, w_R, w_p)
-            for r in range(6):
-                v[r] = ws.w_v[c, par, r]
-                alpha[r] = ws.w_alpha[c, par, r]
+            v_par, alpha_par = ws.w_v[c, par], ws.w_alpha[c, par]
+        for r in range(6):
+            v[r] = v_par[r]
+            alpha[r] = alpha_par[r]
         world_screw(model.joint_type[i], model.axis[i], w_R, w_p, s)
         for r in range(6):
             ds[r] = 0.0
@@ -225,9 +230,8 @@ def forward_pass(model, ws, c, q, qd, qdd):
         for r in range(6):
             alpha[r] += ds[r] * qd[i] + s[r] * qdd[i]   # alpha = alpha_p + s' q' + s q''
             v[r] += s[r] * qd[i]                        # v = v_p + s q'
-        world_inertia(model.mass[i], model.first_moment[i], model.rotational_inertia[i],
-                      w_R, w_p, ws.w_mc_link[c], ws.w_IO_link[c], ws.w_m[c], ws.w_mc[c],
-                      ws.w_IO[c], I)
+        world_inertia(model.mass[i], ws.first_moment[i], ws.rotational_inertia[i], w_R, w_p,
+                      ws.w_m[c], ws.w_mc[c], ws.w_IO[c], I)
         dI[:, :] = 0.0
         inertia_rate_add(v, I, dI)                      # I' = v x^* I - I v x
         h, f = ws.w_h[c, i], ws.w_F[c, i]
@@ -360,6 +364,7 @@ def torque_derivatives_kernel(model, ws, c, first, last, q_stack, out):
     = first..last-1 of q_stack (n_samples, >= 3, n) raw, with work slot c
     (``cmtm.api.run_chunks`` runs the chunks on threads). The arguments are ``borrowed``."""
     model, ws, q_stack, out = borrowed((model, ws, q_stack, out))
+    base_motion(model.gravity, ws.w_v0[c], ws.w_a0[c])       # v_0 = 0, a_0 = -g (§3.3)
     for smp in range(first, last):
         torque_derivatives_sample(model, ws, c, q_stack[smp, 0], q_stack[smp, 1],
                                   q_stack[smp, 2], out[smp])

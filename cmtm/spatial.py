@@ -10,7 +10,7 @@ paper     code                                shape
 A^{-1}    ``motion_transform_inverse(R, p)``  (6, 6)  [[R^T, 0], [-R^T [p x], R^T]]
           ``placement_inverse_into``
 S         ``joint_screw(joint_type, axis)``   (6,)    [a; 0] revolute, [0; a] prismatic
-          ``joint_screw_into``
+          ``joint_screw_into``, ``_add``              (times a scale, e.g. S q')
 ========  ==================================  ======  ==================================
 
 ``joint_type`` holds the codes of kinematic_trees.joint_types (JOINT_REVOLUTE,
@@ -94,18 +94,26 @@ def motion_transform_inverse_into(A, out):
 def joint_screw(joint_type, axis):
     """S: [a; 0] for a revolute joint, [0; a] for a prismatic one (joint frame)."""
     S = np.empty(6)
-    joint_screw_into(joint_type, axis, S)
+    joint_screw_into(joint_type, axis, 1.0, S)
     return S
 
 
 @jit
-def joint_screw_into(joint_type, axis, out):
-    """out = S (see ``joint_screw``), without allocating."""
-    offset = 0 if joint_type == JOINT_REVOLUTE else 3
+def joint_screw_into(joint_type, axis, scale, out):
+    """out = S scale (see ``joint_screw``), without allocating."""
     for r in range(6):
         out[r] = 0.0
-    for r in range(3):
-        out[offset + r] = axis[r]
+    joint_screw_add(joint_type, axis, scale, out)
+
+
+@jit
+def joint_screw_add(joint_type, axis, scale, out):
+    """out += S scale: axis * scale added to the angular (revolute) or linear (prismatic)
+    half."""
+    offset = 0 if joint_type == JOINT_REVOLUTE else 3
+    out[offset] += axis[0] * scale
+    out[offset + 1] += axis[1] * scale
+    out[offset + 2] += axis[2] * scale
 
 
 @jit

@@ -116,7 +116,7 @@ def test_kernels_allocate_nothing(panda):
                     (rnea.rnea_kernel, rnea.rnea_workspace(kernel, n_chunks), q, tau),
                     (rnea.crba_kernel, rnea.crba_workspace(kernel, n_chunks), q0, M),
                     (torque_derivatives_kernel,
-                     torque_derivatives_workspace(panda.nv, n_chunks), q, J)):
+                     torque_derivatives_workspace(kernel, n_chunks), q, J)):
                 last = n_samples // n_chunks        # chunk 0 of n_chunks
                 kernel_call(kernel, ws, 0, 0, last, x, out)   # compiled outside the count
                 no_op(kernel, ws, 0, 0, last, x, out)

@@ -49,8 +49,9 @@ def test_entries_off_the_branches_are_written_zero(models):
     model = api.check_model(models["tree12"])
     q_stack = random_stack(model, 3, n_samples=2, seed=1)
     out = np.full((2, model.nv, 3, model.nv), np.nan)
-    torque_derivatives_kernel(api.kernel_model_of(model),
-                              torque_derivatives_workspace(model.nv, 1), 0, 0, 2, q_stack, out)
+    kernel = api.kernel_model_of(model)
+    torque_derivatives_kernel(kernel, torque_derivatives_workspace(kernel, 1), 0, 0, 2, q_stack,
+                              out)
     expected = api._comprehensive_jacobians(model, q_stack, 0, [JOINT_TORQUE])
     expected = expected["joint_torque"][:, 0]
     assert np.isfinite(out).all()
