@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cmtm._jit import jit
+from cmtm._jit import jit, jit_inline
 from cmtm.dynamics import force_from_momentum, joint_torque, momentum_stacks, world_momentum
 from cmtm.kernel_model import borrowed
 from cmtm.kinematics import (joint_constants, link_cmtm_inverse_pass, link_cmtm_pass,
@@ -57,7 +57,7 @@ def motion_workspace(model, order, dynamics, n_chunks):
         Xinv_L=slots(n, k1, 6, 6), dyn=slots(3, n, k1 + 1, 6), dyn_f=slots(2, n, k1, 6))
 
 
-@jit
+@jit_inline
 def kinematic_outputs(parent, S, I, Xup, qhat, zero_root, world, v_L, h_L, w_h_L, h_J, w_h_J,
                       Xinv_L):
     """Gravity-free link velocities and momenta (local and world), K = v_L.shape[1] orders.
@@ -71,7 +71,7 @@ def kinematic_outputs(parent, S, I, Xup, qhat, zero_root, world, v_L, h_L, w_h_L
         world_momentum(Xinv_L, h_J, w_h_J)
 
 
-@jit
+@jit_inline
 def dynamic_outputs(parent, S, I, Xup, qhat, root_nu, links, nu, h_L, h_J, f_L, f_J, tau):
     """Joint (and, if ``links``, link) wrench stacks and joint torque stacks with gravity
     (base-acceleration trick) of one sample: nu, h_L, h_J (n, k+2, 6) work arrays;

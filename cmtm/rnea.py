@@ -52,7 +52,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cmtm._jit import jit
+from cmtm._jit import jit, jit_inline
 from cmtm.kernel_model import borrowed
 from cmtm.spatial import JOINT_REVOLUTE, joint_screw_add, joint_screw_into
 
@@ -261,7 +261,7 @@ def base_motion(gravity, v_0, a_0):
         a_0[r + 3] = -gravity[r]
 
 
-@jit
+@jit_inline
 def rnea_sample(model, ws, chunk, q, qd, qdd, tau):
     """tau = ID(q, q', q'') with gravity for one sample (q, qd, qdd, tau: (n,)), in slot
     ``chunk`` of the workspace: the forward and backward loops of the module docstring."""
@@ -305,7 +305,7 @@ def rnea_kernel(model, ws, chunk, first, last, q_stack, tau):
 
 # --- CRBA (HandC.m) ---
 
-@jit
+@jit_inline
 def crba_sample(model, ws, chunk, q, M):
     """M = H(q) for one sample (q: (n,), M: (n, n)), in slot ``chunk`` of the workspace:
     composite inertias children first, then the columns of the module docstring along

@@ -48,7 +48,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cmtm._jit import jit
+from cmtm._jit import jit, jit_inline
 from cmtm.kernel_model import borrowed
 from cmtm.rnea import (base_motion, composite_inertia_to_parent_add, force_cross_add,
                        link_pose_in_parent, motion_cross_add)
@@ -199,7 +199,7 @@ def inertia_rate_add(v, I, out):
         out[5, r] += g5
 
 
-@jit
+@jit_inline
 def forward_pass(model, ws, c, q, qd, qdd):
     """Poses, screws and their rates, twists, accelerations, and per link the world inertia
     I_i (into w_Ic), its rate (into w_dIc), the momentum I_i v_i (w_h) and the force
@@ -243,7 +243,7 @@ def forward_pass(model, ws, c, q, qd, qdd):
         force_cross_add(v, h, 1.0, f)
 
 
-@jit
+@jit_inline
 def subtree_sums(model, ws, c):
     """Composite inertia, its rate, subtree momentum and joint force: each link's own,
     summed over its subtree (children have larger indices)."""
@@ -259,7 +259,7 @@ def subtree_sums(model, ws, c):
                 F[par, r] += F[i, r]
 
 
-@jit
+@jit_inline
 def pair_factors(model, ws, c):
     """Per output joint i: c_i = gamma_i - e_i and b_i (``row[:, :, i]``); per input joint
     j as a descendant: y'_j, b'_j + y_j and b_j (``descendant[:, :, j]``). Stored
@@ -294,7 +294,7 @@ def pair_factors(model, ws, c):
             descendant[2, k, i] = b[k]
 
 
-@jit
+@jit_inline
 def zero_other_branches(model, out):
     """out[i, :, j] = 0 for every j neither in the support of i nor its descendant: the
     gaps between consecutive supporting joints (support is in decreasing order) and the
@@ -313,7 +313,7 @@ def zero_other_branches(model, out):
             out[i, :, model.subtree_end[i]:] = 0.0
 
 
-@jit
+@jit_inline
 def support_blocks(model, ws, c, out):
     """out[i, r, j] for j in the support of i, i.e. i in the subtree of j:
     (s'_j . c_i + s''_j . b_i, s_j . c_i + 2 s'_j . b_i, s_j . b_i)."""
@@ -335,7 +335,7 @@ def support_blocks(model, ws, c, out):
             out[i, 2, j] = sb
 
 
-@jit
+@jit_inline
 def descendant_blocks(model, ws, c, out):
     """out[i, r, j] for j a strict descendant of i: s_i . (y'_j, b'_j + y_j, b_j)."""
     for i in range(model.parent.shape[0]):
@@ -347,7 +347,7 @@ def descendant_blocks(model, ws, c, out):
                     s4 * D[4, j] + s5 * D[5, j]
 
 
-@jit
+@jit_inline
 def torque_derivatives_sample(model, ws, c, q, qd, qdd, out):
     """out[i, r, j] = d tau_i / d q_j^(r) at one sample (q, q', q''), with work slot c."""
     forward_pass(model, ws, c, q, qd, qdd)

@@ -101,7 +101,7 @@ def torque_workspace(n, L, n_chunks):
         T=slots(3, L - 1, 1))
 
 
-@jit
+@jit_inline
 def world_inertia_add(Xinv, I, IX, out):
     """out[m] += sum_{a+b=m} (X-_a)^T I X-_b: the jets of I~ = A^{-T} I A^{-1} (§2.3).
 
@@ -231,7 +231,7 @@ def stacked_dot_conv(u, v, first, last, scale, T):
         T[m] = scale * acc
 
 
-@jit
+@jit_inline
 def ancestor_pair(row_i, col_j, T):
     """First columns of d tau_i / d q_j^(s), j in P(i): T_0 = -row0 . col0,
     T_1 = row1 . col1, T_2 = row2 . col2 (see ``per_link_jets``)."""
@@ -253,7 +253,7 @@ def descendant_pair(s_i, desc_j, T):
             T[t, m, 0] = acc
 
 
-@jit
+@jit_inline
 def torque_jacobian_sample(model, tw, chunk, S, Xup, q, root_nu, coef, out):
     """Raw blocks d tau^(l) / d q^(r) of one sample into out (k+1, n, k+3, n), visiting
     the supporting joints of joint dynamics: the support of every link (model.support),
