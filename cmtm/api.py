@@ -28,9 +28,10 @@ from cmtm.kernel_model import kernel_model
 from cmtm.rnea import crba_kernel, crba_workspace, rnea_kernel, rnea_workspace
 from cmtm.rnea_derivatives import torque_derivatives_kernel, torque_derivatives_workspace
 from cmtm.spatial import JOINT_PRISMATIC, JOINT_REVOLUTE
-from cmtm.structured_jacobians import (INPUT_OFFSET, JOINT_TORQUE, QUANTITIES,
+from cmtm.structured_jacobians import (INPUT_OFFSET, JOINT_TORQUE, LINK_VELOCITY, QUANTITIES,
                                        jacobian_kernel, jacobian_sizes, jacobian_workspace)
 from cmtm.taylor import factorials, raw_from_taylor, taylor_from_raw
+from cmtm.velocity_jacobian import velocity_jacobian_kernel, velocity_jacobian_workspace
 from kinematic_trees import CompiledTree
 
 MAX_ORDER = 20
@@ -363,9 +364,14 @@ def check_finite(name, array):
     """Raise ValueError instead of returning a non-finite result (max and min propagate NaN
     and reach inf, without a mask as large as the array)."""
     if array.size and not (np.isfinite(array.max()) and np.isfinite(array.min())):
-        raise ValueError(f"{name}: expected a finite result, got overflow (inputs or order "
-                         f"too large for float64)")
+        raise overflow_error(name)
     return array
+
+
+def overflow_error(name):
+    """The ValueError of a non-finite result ``name``."""
+    return ValueError(f"{name}: expected a finite result, got overflow (inputs or order too "
+                      f"large for float64)")
 
 
 def _memo(cache, key, owner, build, kept):
@@ -457,12 +463,13 @@ def run_on_threads(model, kernel, kind, sizes, allocate, n_samples, *arrays):
     """A batched kernel over n_samples samples of a checked model: its KernelModel, its
     workspace ``allocate(kernel_model, n_chunks)`` from the per-thread cache (key: ``kind``,
     the chunk count and ``sizes``, what else the workspace's shapes depend on), the chunks
-    on threads (:func:`run_chunks`)."""
+    on threads (:func:`run_chunks`). Returns the workspace."""
     kmodel = kernel_model_of(model)
     n_chunks = thread_chunks(n_samples)
     work = workspace(kmodel, kind, (n_chunks, *sizes) if sizes else n_chunks,
                      lambda: allocate(kmodel, n_chunks))
     run_chunks(kernel, kmodel, work, n_chunks, n_samples, *arrays)
+    return work
 
 
 
@@ -653,12 +660,16 @@ def jacobians(model, q_stack, quantities, order=0):
 
 def _structured_jacobians(model, stack, k, indices):
     """{name: (n_samples, k+1, m, K_in, nv)} of a validated stack (the kernel calls): the
-    order-0 torque Jacobian by its own kernel (``cmtm.rnea_derivatives``), the rest by the
+    order-0 torque Jacobian by its own kernel (``cmtm.rnea_derivatives``), the link-velocity
+    Jacobian of any order by its own (``cmtm.velocity_jacobian``), the rest by the
     comprehensive one."""
     result = {}
     if k == 0 and JOINT_TORQUE in indices:
         result["joint_torque"] = _torque_derivatives(model, stack)
         indices = [q for q in indices if q != JOINT_TORQUE]
+    if LINK_VELOCITY in indices:
+        result["link_velocity"] = _velocity_jacobian(model, stack, k)
+        indices = [q for q in indices if q != LINK_VELOCITY]
     if indices:
         result.update(_comprehensive_jacobians(model, stack, k, indices))
     return result
@@ -671,6 +682,20 @@ def _torque_derivatives(model, stack):
     run_on_threads(model, torque_derivatives_kernel, "torque_derivatives", (),
                    torque_derivatives_workspace, n_samples, stack, J)
     return check_finite("joint_torque", J)[:, None]
+
+
+def _velocity_jacobian(model, stack, k):
+    """d nu / d q_stack of a validated stack: (n_samples, k+1, 6 nv, k+2, nv); the kernel
+    flags non-finite entries itself (the output can be megabytes per sample)."""
+    n_samples, nv = stack.shape[0], stack.shape[2]
+    J = np.zeros((n_samples, k + 1, 6 * nv, k + 2, nv))
+    work = run_on_threads(model, velocity_jacobian_kernel, "velocity_jacobian", (k,),
+                          lambda kernel, n_chunks: velocity_jacobian_workspace(kernel, k,
+                                                                               n_chunks),
+                          n_samples, taylor_from_raw(stack[:, :k + 2]), J)
+    if work.nonfinite.any():
+        raise overflow_error("link_velocity")
+    return J
 
 
 def _comprehensive_jacobians(model, stack, k, indices):

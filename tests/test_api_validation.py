@@ -280,6 +280,14 @@ def test_overflow_is_a_value_error_not_a_warning_or_nan():
         cmtm.motion(model, np.full((23, 3), 1e15), order=20)
 
 
+def test_link_velocity_jacobian_overflow_is_a_value_error():
+    """The link-velocity kernel flags its own non-finite entries (no scan of the output):
+    finite inputs whose order-20 Jacobian overflows float64 must raise, not return inf."""
+    model = kt.compile_tree(kt.serial_chain(3))
+    with pytest.raises(ValueError, match="link_velocity: expected a finite result"):
+        cmtm.jacobian(model, np.full((22, 3), 1e15), "link_velocity", order=20)
+
+
 @pytest.mark.parametrize("flag", ["dynamics", "world"])
 @pytest.mark.parametrize("value", ["yes", 1, None])
 def test_motion_flags_must_be_booleans(chain3, flag, value):

@@ -1,6 +1,7 @@
 """The comprehensive kernels split across threads (cmtm.structured_jacobians.jacobian_kernel,
-cmtm.comprehensive.motion_kernel, run by cmtm.api.run_chunks): the same bits for any thread
-count or chunking, one cached workspace per call shape, nothing allocated inside a kernel.
+cmtm.velocity_jacobian.velocity_jacobian_kernel, cmtm.comprehensive.motion_kernel, run by
+cmtm.api.run_chunks): the same bits for any thread count or chunking, one cached workspace
+per call shape, nothing allocated inside a kernel.
 
 Reference: the engine itself on one thread (``numba.set_num_threads(1)``, one chunk of
 samples) against all of ``numba.config.NUMBA_NUM_THREADS`` (one chunk per thread), and
@@ -20,6 +21,7 @@ from cmtm.comprehensive import motion_kernel, motion_workspace
 from cmtm.structured_jacobians import (INPUT_OFFSET, JOINT_TORQUE, QUANTITIES,
                                        jacobian_kernel, jacobian_sizes, jacobian_workspace)
 from cmtm.taylor import taylor_from_raw
+from cmtm.velocity_jacobian import velocity_jacobian_kernel, velocity_jacobian_workspace
 
 ORDER = 2
 SAMPLES = 9
@@ -82,6 +84,18 @@ def jacobian_outputs(model, n_samples, wanted):
                  if wanted[q] else np.zeros((0,) * 5) for q in range(len(QUANTITIES)))
 
 
+def comprehensive_wanted():
+    """Every quantity the API sends to jacobian_kernel (link velocities have their own)."""
+    wanted = np.ones(len(QUANTITIES), dtype=np.bool_)
+    wanted[QUANTITIES.index("link_velocity")] = False
+    return wanted
+
+
+def velocity_output(model, n_samples):
+    """Zeroed output of velocity_jacobian_kernel."""
+    return np.zeros((n_samples, ORDER + 1, 6 * model.nv, ORDER + 2, model.nv))
+
+
 def motion_outputs(model, n_samples):
     """Outputs (v_L, ..., f_J, tau) of motion_kernel."""
     return tuple(np.zeros((n_samples, ORDER + 1, model.nv, 6)) for _ in range(7)) + \
@@ -96,6 +110,15 @@ def jacobian_kernel_outputs(model, qhat, wanted, n_chunks):
     return outputs
 
 
+def velocity_kernel_output(model, qhat, n_chunks):
+    """The raw output of velocity_jacobian_kernel run in n_chunks chunks."""
+    kernel, out = api.kernel_model_of(model), velocity_output(model, qhat.shape[0])
+    api.run_chunks(velocity_jacobian_kernel, kernel,
+                   velocity_jacobian_workspace(kernel, ORDER, n_chunks), n_chunks,
+                   qhat.shape[0], qhat, out)
+    return out
+
+
 def motion_kernel_outputs(model, qhat, n_chunks):
     """The Taylor outputs of motion_kernel run in n_chunks chunks."""
     kernel, outputs = api.kernel_model_of(model), motion_outputs(model, qhat.shape[0])
@@ -107,12 +130,15 @@ def motion_kernel_outputs(model, qhat, n_chunks):
 def test_kernels_do_not_depend_on_the_chunking(small_tree):
     """7 samples in 1..7 chunks (more chunks than threads)."""
     qhat = taylor_from_raw(random_stack(small_tree, ORDER + 3, n_samples=7, seed=33))
-    wanted = np.ones(len(QUANTITIES), dtype=np.bool_)
+    wanted = comprehensive_wanted()
     first_J = jacobian_kernel_outputs(small_tree, qhat, wanted, 1)
+    first_velocity = velocity_kernel_output(small_tree, qhat, 1)
     first_motion = motion_kernel_outputs(small_tree, qhat, 1)
     for n_chunks in range(2, 8):
         J = jacobian_kernel_outputs(small_tree, qhat, wanted, n_chunks)
         assert all(np.array_equal(a, b) for a, b in zip(first_J, J)), n_chunks
+        assert np.array_equal(first_velocity, velocity_kernel_output(small_tree, qhat,
+                                                                     n_chunks)), n_chunks
         motion = motion_kernel_outputs(small_tree, qhat, n_chunks)
         assert all(np.array_equal(a, b) for a, b in zip(first_motion, motion)), n_chunks
 
@@ -126,8 +152,10 @@ def test_second_call_reuses_the_cached_workspaces(small_tree):
     wanted = np.zeros(len(QUANTITIES), dtype=np.bool_)
     wanted[QUANTITIES.index("joint_force")] = True
     keys = [(id(kernel), "jacobian", (n_chunks, jacobian_sizes(small_tree.nv, ORDER, wanted))),
+            (id(kernel), "velocity_jacobian", (n_chunks, ORDER)),
             (id(kernel), "motion", (n_chunks, ORDER, True))]
     calls = (lambda: cmtm.jacobian(small_tree, q, "joint_force", order=ORDER),
+             lambda: cmtm.jacobian(small_tree, q, "link_velocity", order=ORDER),
              lambda: cmtm.motion(small_tree, q, order=ORDER))
     for key, call in zip(keys, calls):
         call()
@@ -155,7 +183,7 @@ def test_kernels_allocate_nothing(small_tree):
         return rtsys.get_allocation_stats().alloc - before
 
     kernel = api.kernel_model_of(small_tree)
-    wanted = np.ones(len(QUANTITIES), dtype=np.bool_)
+    wanted = comprehensive_wanted()
     was_enabled = nrt.memsys_stats_enabled()
     nrt.memsys_enable_stats()
     try:
@@ -169,6 +197,9 @@ def test_kernels_allocate_nothing(small_tree):
                     ("jacobian_kernel", jacobian_kernel,
                      (kernel, jacobian_workspace(kernel, ORDER, wanted, n_chunks), 0, 0, last,
                       qhat, wanted, J)),
+                    ("velocity_jacobian_kernel", velocity_jacobian_kernel,
+                     (kernel, velocity_jacobian_workspace(kernel, ORDER, n_chunks), 0, 0, last,
+                      qhat, velocity_output(small_tree, n_samples))),
                     ("motion_kernel", motion_kernel,
                      (kernel, motion_workspace(kernel, ORDER, True, n_chunks), 0, 0, last, qhat,
                       True, True, True, motion))):

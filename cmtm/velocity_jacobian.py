@@ -1,0 +1,179 @@
+"""Link-velocity Jacobian of every order (paper Table 4 row J_{v_L}, Lemma 2; cmtm_math.md
+§7.2, §8) with the columns of each link's supporting joints side by side in memory.
+
+The rule is the one of ``cmtm.structured_jacobians`` (tangent_sweep, velocity_rule): the
+first column of J_{x_{L_i}} for joint j is the jet Gx[i, j] = (^pX_i)^{-1} Gx[p(i), j]
+(Gx[i, i] = S_i at order 0), and by §8 the velocity's first columns are
+
+    V_0 = Gx' + [nu_i x] Gx     (d nu / d q)        V_1 = Gx     (d nu / d q')
+
+with raw blocks d nu^(l) / d q_j^(r) = sum_s l!/(r-s)! V_s[l-r+s]. Here the columns of
+one link are stored as the last axis of ``G[m, c, :]``, over its path from the root:
+joint j of the path of link i sits at column ``path_start[i] + depth(j)``, and the path of
+i is the path of its parent with i appended (the links are numbered in preorder). So one
+step of the recursion is a 6x6 jet block times a contiguous row of columns, a loop that
+the compiler vectorizes, and the columns are written to the output in the order of the
+joints. Only the blocks of supporting joints are written (the output is zero-initialised).
+
+The kernel also reports any non-finite entry it writes (``nonfinite[chunk]``), so that
+the caller need not scan an output that can be megabytes per sample.
+
+=================  ==============  =====================  ================================
+paper              code            shape (one chunk)      meaning
+=================  ==============  =====================  ================================
+(^p X_i)^{-1}      ``Xup``         (n, k+2, 6, 6)         relative CMTM blocks
+v_{L_i}            ``nu``          (n, k+1, 6)            link body-velocity stacks
+J_{x_L} columns    ``G``           (k+2, 6, n_path)       Gx of every (link, path joint)
+V_0 of one link    ``V0``          (k+1, 6, max depth)    d nu / d q columns
+=================  ==============  =====================  ================================
+"""
+from typing import NamedTuple
+
+import numpy as np
+
+from cmtm._jit import jit, jit_inline
+from cmtm.kernel_model import borrowed
+from cmtm.kinematics import joint_constants, relative_cmtm_inverse, velocity_pass
+from cmtm.spatial import motion_cross_into
+from cmtm.taylor import raw_block_coefficients
+
+
+class VelocityJacobianWorkspace(NamedTuple):
+    """Arrays of :func:`velocity_jacobian_kernel`: S ... coef shared by every chunk, the
+    others with a leading chunk axis (shapes in the module docstring)."""
+
+    S: np.ndarray           # (n, 6) joint screws
+    A0inv: np.ndarray       # (n, 6, 6) inverse joint placements
+    root: np.ndarray        # (k+1, 6) base velocity stack (at rest: zero)
+    path: np.ndarray        # (n_path,) int64, the joints of each link's path, root first
+    path_start: np.ndarray  # (n+1,) int64, link i's path is path[path_start[i]:...[i+1]]
+    coef: np.ndarray        # (k+1, k+2, 2) raw_block_coefficients
+    Xup: np.ndarray
+    XJinv: np.ndarray       # (k+2, 6, 6) work arrays of relative_cmtm_inverse
+    sin_q: np.ndarray
+    cos_q: np.ndarray
+    skew_axis: np.ndarray
+    nu: np.ndarray
+    G: np.ndarray
+    V0: np.ndarray
+    crosses: np.ndarray     # (k+1, 6, 6) the [nu_m x] of one link
+    nonfinite: np.ndarray   # (n_chunks,) bool, set if a written entry is not finite
+
+
+def velocity_jacobian_workspace(model, order, n_chunks):
+    """A :class:`VelocityJacobianWorkspace` for a KernelModel, order k and n_chunks chunks.
+    The paths are the KernelModel's support lists (i first) reversed."""
+    n = model.parent.shape[0]
+    k1, L = order + 1, order + 2
+    start = np.asarray(model.support_start)
+    path = np.concatenate([np.asarray(model.support[start[i]:start[i + 1]])[::-1]
+                           for i in range(n)]).astype(np.int64)
+    depth = int(np.max(np.diff(start)))
+    S, A0inv, root = joint_constants(model, k1)
+
+    def work(*shape):
+        return np.zeros((n_chunks,) + shape)
+    return VelocityJacobianWorkspace(
+        S=S, A0inv=A0inv, root=root[0], path=path, path_start=start.copy(),
+        coef=raw_block_coefficients(k1, L, 2), Xup=work(n, L, 6, 6), XJinv=work(L, 6, 6),
+        sin_q=work(L), cos_q=work(L), skew_axis=work(3, 3), nu=work(n, k1, 6),
+        G=work(L, 6, path.shape[0]), V0=work(k1, 6, depth), crosses=work(k1, 6, 6),
+        nonfinite=np.zeros(n_chunks, dtype=np.bool_))
+
+
+@jit
+def block_columns_add(M, columns, first, out, out_first, width):
+    """out[r, out_first + t] += sum_c M[r, c] columns[c, first + t] for t < width: a 6x6
+    block times a row of 6-vector columns, all six products of an output row in one loop
+    over contiguous columns (one store per six multiply-adds; the loop vectorizes)."""
+    c0, c1, c2 = columns[0, first:first + width], columns[1, first:first + width], \
+        columns[2, first:first + width]
+    c3, c4, c5 = columns[3, first:first + width], columns[4, first:first + width], \
+        columns[5, first:first + width]
+    for r in range(6):
+        m0, m1, m2, m3, m4, m5 = M[r, 0], M[r, 1], M[r, 2], M[r, 3], M[r, 4], M[r, 5]
+        row = out[r, out_first:out_first + width]
+        for t in range(width):
+            row[t] += m0 * c0[t] + m1 * c1[t] + m2 * c2[t] + m3 * c3[t] + m4 * c4[t] + \
+                m5 * c5[t]
+
+
+@jit_inline
+def path_tangent_columns(model, S, Xup, path_start, G):
+    """Lemma 2 steps 1-2 on path columns: G[:, :, last of i] = S_i (order 0), and the
+    columns of i's parent path mapped by the jet product (^pX_i)^{-1} * Gx[p(i)],
+    G_m = sum_mm Xup_{m-mm} Gx[p(i)]_mm."""
+    for i in range(model.parent.shape[0]):
+        own = path_start[i + 1] - 1
+        for m in range(G.shape[0]):
+            for r in range(6):
+                G[m, r, own] = S[i, r] if m == 0 else 0.0
+        p = model.parent[i]
+        if p < 0:
+            continue
+        first, width = path_start[i], own - path_start[i]
+        for m in range(G.shape[0]):
+            for r in range(6):
+                G[m, r, first:own] = 0.0
+            for mm in range(m + 1):
+                block_columns_add(Xup[i, m - mm], G[mm], path_start[p], G[m], first, width)
+
+
+@jit_inline
+def path_velocity_columns(nu_i, G, first, width, crosses, V0):
+    """Lemma 2 step 3 on the path columns first..first+width-1 of one link:
+    V_0 = Gx' + [nu_i x] Gx, V_0,m = (m+1) Gx_{m+1} + sum_mm [nu_{i,m-mm} x] Gx_mm;
+    crosses: (k+1, 6, 6) work array for the [nu_m x]."""
+    for m in range(V0.shape[0]):
+        motion_cross_into(nu_i[m], crosses[m])
+    for m in range(V0.shape[0]):
+        for r in range(6):
+            derivative, row = G[m + 1, r, first:first + width], V0[m, r, :width]
+            for t in range(width):
+                row[t] = (m + 1) * derivative[t]
+        for mm in range(m + 1):
+            block_columns_add(crosses[m - mm], G[mm], first, V0[m], 0, width)
+
+
+@jit_inline
+def write_path_blocks(V0, G, first, coef, joints, row0, out):
+    """out[l, row0 + c, r, j] = coef[l, r, 0] V_0[l-r, c] + coef[l, r, 1] V_1[l-r+1, c] for
+    the path ``joints`` of one link, columns first.. of G (§7.6, §8); returns False if an
+    entry is not finite (x - x is 0 for finite x, NaN for inf and NaN)."""
+    width = joints.shape[0]
+    finite = True
+    for l in range(out.shape[0]):
+        for r in range(min(l + 2, out.shape[2])):
+            w0, w1 = coef[l, r, 0], coef[l, r, 1]
+            m0, m1 = max(l - r, 0), l - r + 1
+            for c in range(6):
+                v0, v1 = V0[m0, c, :width], G[m1, c, first:first + width]
+                row = out[l, row0 + c, r]
+                for t in range(width):
+                    value = w0 * v0[t] + w1 * v1[t]
+                    row[joints[t]] = value
+                    finite &= value - value == 0.0
+    return finite
+
+
+@jit
+def velocity_jacobian_kernel(model, ws, chunk, first, last, qhat, out):
+    """out[s, l, 6 i + c, r, j] = d nu_i,c^(l) / d q_j^(r) (raw) at the samples first..last-1
+    of the Taylor-scaled stacks qhat (n_samples, >= k+2, n), with work slot ``chunk``;
+    ``out`` (n_samples, k+1, 6 n, k+2, n) zero-initialised. The arguments are
+    ``borrowed`` (``cmtm.comprehensive``)."""
+    model, ws, qhat, out = borrowed((model, ws, qhat, out))
+    Xup, nu, G, V0 = ws.Xup[chunk], ws.nu[chunk], ws.G[chunk], ws.V0[chunk]
+    finite = True
+    for smp in range(first, last):
+        q = qhat[smp]
+        relative_cmtm_inverse(model, ws.A0inv, q, ws.XJinv[chunk], ws.sin_q[chunk],
+                              ws.cos_q[chunk], ws.skew_axis[chunk], Xup)
+        velocity_pass(model.parent, ws.S, Xup, q, ws.root, nu)
+        path_tangent_columns(model, ws.S, Xup, ws.path_start, G)
+        for i in range(model.parent.shape[0]):
+            first, end = ws.path_start[i], ws.path_start[i + 1]
+            path_velocity_columns(nu[i], G, first, end - first, ws.crosses[chunk], V0)
+            finite = write_path_blocks(V0, G, first, ws.coef, ws.path[first:end], 6 * i,
+                                       out[smp]) and finite
+    ws.nonfinite[chunk] = not finite
