@@ -24,7 +24,7 @@ paper              code            shape (one chunk)      meaning
 (^p X_i)^{-1}      ``Xup``         (n, k+2, 6, 6)         relative CMTM blocks
 v_{L_i}            ``nu``          (n, k+1, 6)            link body-velocity stacks
 J_{x_L} columns    ``G``           (k+2, 6, n_path)       Gx of every (link, path joint)
-V_0 of one link    ``V0``          (k+1, 6, max depth)    d nu / d q columns
+V_0                ``V0``          (k+1, 6, n_path)       d nu / d q columns, as G
 =================  ==============  =====================  ================================
 """
 from typing import NamedTuple
@@ -47,6 +47,8 @@ class VelocityJacobianWorkspace(NamedTuple):
     root: np.ndarray        # (k+1, 6) base velocity stack (at rest: zero)
     path: np.ndarray        # (n_path,) int64, the joints of each link's path, root first
     path_start: np.ndarray  # (n+1,) int64, link i's path is path[path_start[i]:...[i+1]]
+    run_start: np.ndarray   # (n+1,) int64, runs[run_start[i]:run_start[i+1]] of link i
+    runs: np.ndarray        # (n_runs, 3) int64: first joint, first path column, length
     coef: np.ndarray        # (k+1, k+2, 2) raw_block_coefficients
     Xup: np.ndarray
     XJinv: np.ndarray       # (k+2, 6, 6) work arrays of relative_cmtm_inverse
@@ -68,17 +70,34 @@ def velocity_jacobian_workspace(model, order, n_chunks):
     start = np.asarray(model.support_start)
     path = np.concatenate([np.asarray(model.support[start[i]:start[i + 1]])[::-1]
                            for i in range(n)]).astype(np.int64)
-    depth = int(np.max(np.diff(start)))
     S, A0inv, root = joint_constants(model, k1)
+    run_start, runs = path_runs(path, start)
 
     def work(*shape):
         return np.zeros((n_chunks,) + shape)
     return VelocityJacobianWorkspace(
         S=S, A0inv=A0inv, root=root[0], path=path, path_start=start.copy(),
+        run_start=run_start, runs=runs,
         coef=raw_block_coefficients(k1, L, 2), Xup=work(n, L, 6, 6), XJinv=work(L, 6, 6),
         sin_q=work(L), cos_q=work(L), skew_axis=work(3, 3), nu=work(n, k1, 6),
-        G=work(L, 6, path.shape[0]), V0=work(k1, 6, depth), crosses=work(k1, 6, 6),
+        G=work(L, 6, path.shape[0]), V0=work(k1, 6, path.shape[0]), crosses=work(k1, 6, 6),
         nonfinite=np.zeros(n_chunks, dtype=np.bool_))
+
+
+def path_runs(path, path_start):
+    """(run_start, runs): each link's path cut into runs of consecutive joints, row
+    (first joint, first column of the run in path, length); a serial chain has one run per
+    link, a tree one more per branch the path leaves. The kernel writes a run as one
+    contiguous row segment of the output."""
+    run_start, runs = [0], []
+    for i in range(len(path_start) - 1):
+        for t in range(path_start[i], path_start[i + 1]):
+            if t > path_start[i] and path[t] == path[t - 1] + 1:
+                runs[-1][2] += 1
+            else:
+                runs.append([path[t], t, 1])
+        run_start.append(len(runs))
+    return np.array(run_start, dtype=np.int64), np.array(runs, dtype=np.int64).reshape(-1, 3)
 
 
 @jit
@@ -128,31 +147,33 @@ def path_velocity_columns(nu_i, G, first, width, crosses, V0):
         motion_cross_into(nu_i[m], crosses[m])
     for m in range(V0.shape[0]):
         for r in range(6):
-            derivative, row = G[m + 1, r, first:first + width], V0[m, r, :width]
+            derivative, row = G[m + 1, r, first:first + width], V0[m, r, first:first + width]
             for t in range(width):
                 row[t] = (m + 1) * derivative[t]
         for mm in range(m + 1):
-            block_columns_add(crosses[m - mm], G[mm], first, V0[m], 0, width)
+            block_columns_add(crosses[m - mm], G[mm], first, V0[m], first, width)
 
 
 @jit_inline
-def write_path_blocks(V0, G, first, coef, joints, row0, out):
+def write_path_blocks(V0, G, coef, runs, row0, out):
     """out[l, row0 + c, r, j] = coef[l, r, 0] V_0[l-r, c] + coef[l, r, 1] V_1[l-r+1, c] for
-    the path ``joints`` of one link, columns first.. of G (§7.6, §8); returns False if an
-    entry is not finite (x - x is 0 for finite x, NaN for inf and NaN)."""
-    width = joints.shape[0]
+    the path joints j of one link, run by run (``runs`` of :func:`path_runs`) (§7.6, §8);
+    returns False if an entry is not finite (x - x is 0 for finite x, NaN otherwise)."""
     finite = True
     for l in range(out.shape[0]):
         for r in range(min(l + 2, out.shape[2])):
             w0, w1 = coef[l, r, 0], coef[l, r, 1]
             m0, m1 = max(l - r, 0), l - r + 1
             for c in range(6):
-                v0, v1 = V0[m0, c, :width], G[m1, c, first:first + width]
-                row = out[l, row0 + c, r]
-                for t in range(width):
-                    value = w0 * v0[t] + w1 * v1[t]
-                    row[joints[t]] = value
-                    finite &= value - value == 0.0
+                for u in range(runs.shape[0]):
+                    joint, column, length = runs[u, 0], runs[u, 1], runs[u, 2]
+                    v0 = V0[m0, c, column:column + length]
+                    v1 = G[m1, c, column:column + length]
+                    row = out[l, row0 + c, r, joint:joint + length]
+                    for t in range(length):
+                        value = w0 * v0[t] + w1 * v1[t]
+                        row[t] = value
+                        finite &= value - value == 0.0
     return finite
 
 
@@ -172,8 +193,10 @@ def velocity_jacobian_kernel(model, ws, chunk, first, last, qhat, out):
         velocity_pass(model.parent, ws.S, Xup, q, ws.root, nu)
         path_tangent_columns(model, ws.S, Xup, ws.path_start, G)
         for i in range(model.parent.shape[0]):
-            first, end = ws.path_start[i], ws.path_start[i + 1]
-            path_velocity_columns(nu[i], G, first, end - first, ws.crosses[chunk], V0)
-            finite = write_path_blocks(V0, G, first, ws.coef, ws.path[first:end], 6 * i,
+            start = ws.path_start[i]
+            path_velocity_columns(nu[i], G, start, ws.path_start[i + 1] - start,
+                                  ws.crosses[chunk], V0)
+            finite = write_path_blocks(V0, G, ws.coef,
+                                       ws.runs[ws.run_start[i]:ws.run_start[i + 1]], 6 * i,
                                        out[smp]) and finite
     ws.nonfinite[chunk] = not finite
