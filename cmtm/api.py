@@ -22,8 +22,8 @@ from typing import Optional
 import numba
 import numpy as np
 
-from cmtm.comprehensive import (link_cmtm_kernel, link_poses_kernel, motion_kernel,
-                                motion_workspace)
+from cmtm.comprehensive import (link_cmtm_kernel, link_cmtm_workspace, link_poses_kernel,
+                                link_poses_workspace, motion_kernel, motion_workspace)
 from cmtm.kernel_model import kernel_model
 from cmtm.rnea import crba_kernel, crba_workspace, rnea_kernel, rnea_workspace
 from cmtm.rnea_derivatives import torque_derivatives_kernel, torque_derivatives_workspace
@@ -570,7 +570,8 @@ def link_poses(model, q):
     reserve("link_poses", n_samples, 8 * nv * (9 + 3 + 16), _SAMPLES_SPLIT)
     R = np.empty((n_samples, nv, 3, 3))
     p = np.empty((n_samples, nv, 3))
-    link_poses_kernel(kernel_model_of(model), q2, R, p)
+    run_on_threads(model, link_poses_kernel, "link_poses", (), link_poses_workspace, n_samples,
+                   q2, R, p)
     T = np.zeros((n_samples, nv, 4, 4))
     T[..., :3, :3] = R
     T[..., :3, 3] = check_finite("link_poses", p)
@@ -590,7 +591,9 @@ def link_transform_derivatives(model, q_stack, order=0):
     reserve("link_transform_derivatives", stack.shape[0], 16 * (k + 1) * stack.shape[2] * 36,
             _SAMPLES_SPLIT)
     X_L = np.empty((stack.shape[0], stack.shape[2], k + 1, 6, 6))
-    link_cmtm_kernel(kernel_model_of(model), taylor_from_raw(stack), X_L)
+    run_on_threads(model, link_cmtm_kernel, "link_cmtm", (k,),
+                   lambda kernel, n_chunks: link_cmtm_workspace(kernel, k + 1, n_chunks),
+                   stack.shape[0], taylor_from_raw(stack), X_L)
     A = raw_result("A_L", X_L.transpose(0, 2, 1, 3, 4))
     return A[0] if single else A
 
@@ -659,20 +662,20 @@ def jacobians(model, q_stack, quantities, order=0):
 
 
 def _structured_jacobians(model, stack, k, indices):
-    """{name: (n_samples, k+1, m, K_in, nv)} of a validated stack (the kernel calls): the
-    order-0 torque Jacobian by its own kernel (``cmtm.rnea_derivatives``), the link-velocity
-    Jacobian of any order by its own (``cmtm.velocity_jacobian``), the rest by the
-    comprehensive one."""
-    result = {}
-    if k == 0 and JOINT_TORQUE in indices:
+    """{name: (n_samples, k+1, m, K_in, nv)} of a validated stack (the kernel calls), in the
+    order of ``indices``: the order-0 torque Jacobian by its own kernel
+    (``cmtm.rnea_derivatives``), the link-velocity Jacobian of any order by its own
+    (``cmtm.velocity_jacobian``), the rest by the comprehensive one."""
+    result, rest = {}, list(dict.fromkeys(indices))
+    if k == 0 and JOINT_TORQUE in rest:
         result["joint_torque"] = _torque_derivatives(model, stack)
-        indices = [q for q in indices if q != JOINT_TORQUE]
-    if LINK_VELOCITY in indices:
+        rest.remove(JOINT_TORQUE)
+    if LINK_VELOCITY in rest:
         result["link_velocity"] = _velocity_jacobian(model, stack, k)
-        indices = [q for q in indices if q != LINK_VELOCITY]
-    if indices:
-        result.update(_comprehensive_jacobians(model, stack, k, indices))
-    return result
+        rest.remove(LINK_VELOCITY)
+    if rest:
+        result.update(_comprehensive_jacobians(model, stack, k, rest))
+    return {QUANTITIES[q]: result[QUANTITIES[q]] for q in indices}
 
 
 def _torque_derivatives(model, stack):

@@ -253,6 +253,19 @@ def test_empty_quantity_list_is_rejected(model):
         cmtm.jacobians(model, random_stack(model, 4), [], order=1)
 
 
+@pytest.mark.parametrize("order", [0, 1])
+def test_jacobians_keys_follow_the_request(model, order):
+    """The dict lists each requested quantity once, in the order asked, although the
+    order-0 torque and the link velocity come from kernels of their own; a repeated name
+    is computed once."""
+    names = ["link_force", "joint_torque", "joint_velocity", "link_velocity", "joint_torque"]
+    q = random_stack(model, order + 3, n_samples=2)
+    result = cmtm.jacobians(model, q, names, order=order)
+    assert list(result) == ["link_force", "joint_torque", "joint_velocity", "link_velocity"]
+    for name in result:
+        assert np.array_equal(result[name], cmtm.jacobian(model, q, name, order=order)), name
+
+
 def test_public_name_cmtm_jacobians_is_the_function():
     """cmtm.jacobians is the API function, not a submodule of the same name shadowing it
     once imported (DESIGN.md public API)."""
