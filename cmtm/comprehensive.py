@@ -128,22 +128,28 @@ def motion_kernel(model, ws, chunk, first, last, qhat, kinematics, world, dynami
                 copy_link_stack(dyn_f[1], f_J[s])
 
 
-def link_poses_kernel(model, q, R_out, p_out):
-    """World (base-frame) poses of the link frames: A_i = A_{p(i)} A_0,i E_i(q_i) (§3.1).
+class LinkPosesWorkspace(NamedTuple):
+    """Arrays of :func:`link_poses_kernel`, slot c (leading axis) for chunk c."""
 
-    model: KernelModel; q: (n_samples, n); R_out: (n_samples, n, 3, 3), p_out:
-    (n_samples, n, 3) outputs. Allocates the work arrays of :func:`link_poses_samples`
-    here, in NumPy: an allocation inside a kernel costs compile time, not run time.
-    """
-    link_poses_samples(model, q, np.empty((3, 3)), np.empty((3, 3)), np.empty(3), R_out,
-                       p_out)
+    E: np.ndarray           # (3, 3) exp(q [a x]) of one joint
+    R_rel: np.ndarray       # (3, 3) its link pose in the parent
+    p_rel: np.ndarray       # (3,)
+
+
+def link_poses_workspace(model, n_chunks):
+    """A :class:`LinkPosesWorkspace` for n_chunks chunks (the model fixes nothing here)."""
+    return LinkPosesWorkspace(E=np.zeros((n_chunks, 3, 3)), R_rel=np.zeros((n_chunks, 3, 3)),
+                              p_rel=np.zeros((n_chunks, 3)))
 
 
 @jit
-def link_poses_samples(model, q, E, R_rel, p_rel, R_out, p_out):
-    """:func:`link_poses_kernel` with its work arrays E, R_rel (3, 3) and p_rel (3,)."""
-    parent = model.parent
-    for s in range(q.shape[0]):
+def link_poses_kernel(model, ws, chunk, first, last, q, R_out, p_out):
+    """World (base-frame) poses of the link frames A_i = A_{p(i)} A_0,i E_i(q_i) (§3.1) at
+    the samples first..last-1, work slot ``chunk``: q (n_samples, n); R_out (n_samples,
+    n, 3, 3), p_out (n_samples, n, 3) outputs. The arguments are ``borrowed``."""
+    model, ws, q, R_out, p_out = borrowed((model, ws, q, R_out, p_out))
+    parent, E, R_rel, p_rel = model.parent, ws.E[chunk], ws.R_rel[chunk], ws.p_rel[chunk]
+    for s in range(first, last):
         for i in range(parent.shape[0]):
             link_pose_in_parent(model.joint_type[i], model.axis[i], model.placement_R[i],
                                 model.placement_p[i], q[s, i], E, R_rel, p_rel)
@@ -163,7 +169,8 @@ def link_poses_samples(model, q, E, R_rel, p_rel, R_out, p_out):
 
 
 class LinkCMTMWorkspace(NamedTuple):
-    """Arrays of :func:`link_cmtm_samples` for n links and K CMTM orders (Kv = max(K-1, 1))."""
+    """Arrays of :func:`link_cmtm_kernel` for n links and K CMTM orders (Kv = max(K-1, 1)):
+    S ... root shared by every chunk, the others with a leading chunk axis."""
 
     S: np.ndarray           # (n, 6) joint screws
     A0inv: np.ndarray       # (n, 6, 6) inverse joint placements
@@ -179,31 +186,31 @@ class LinkCMTMWorkspace(NamedTuple):
     nu: np.ndarray          # (n, Kv, 6) link velocity stacks (zeros if K = 1)
 
 
-def link_cmtm_kernel(model, qhat, X_L):
-    """Link CMTM blocks X_{L_i,l} = A_{L_i}^(l) / l! of a base at rest for every sample (§2.4).
-
-    model: KernelModel; qhat: (n_samples, >=K, n) Taylor-scaled; X_L: (n_samples, n, K, 6, 6)
-    output. Allocates the :class:`LinkCMTMWorkspace` here, once per call and in NumPy (an
-    allocation inside a kernel costs compile time), then runs :func:`link_cmtm_samples`.
-    """
-    n, K = X_L.shape[1], X_L.shape[2]
+def link_cmtm_workspace(model, n_orders, n_chunks):
+    """A :class:`LinkCMTMWorkspace` for a KernelModel, K = n_orders and n_chunks chunks."""
+    n, K = model.parent.shape[0], n_orders
     Kv = max(K - 1, 1)
     S, A0inv, root = joint_constants(model, Kv)
-    ws = LinkCMTMWorkspace(
-        S=S, A0inv=A0inv, root=root[0], Xup=np.empty((n, K, 6, 6)),
-        Xinv_L=np.empty((n, K, 6, 6)), XJinv=np.empty((K, 6, 6)), crosses=np.empty((K, 6, 6)),
-        pose=np.empty((6, 6)), skew_axis=np.empty((3, 3)), sin_q=np.empty(K),
-        cos_q=np.empty(K), nu=np.zeros((n, Kv, 6)))
-    link_cmtm_samples(model, ws, qhat, X_L)
+
+    def slots(*shape):
+        return np.zeros((n_chunks,) + shape)
+    return LinkCMTMWorkspace(
+        S=S, A0inv=A0inv, root=root[0], Xup=slots(n, K, 6, 6), Xinv_L=slots(n, K, 6, 6),
+        XJinv=slots(K, 6, 6), crosses=slots(K, 6, 6), pose=slots(6, 6),
+        skew_axis=slots(3, 3), sin_q=slots(K), cos_q=slots(K), nu=slots(n, Kv, 6))
 
 
 @jit
-def link_cmtm_samples(model, ws, qhat, X_L):
-    """:func:`link_cmtm_kernel` with its work arrays ``ws`` (a :class:`LinkCMTMWorkspace`)."""
-    K = X_L.shape[2]
-    for s in range(qhat.shape[0]):
-        relative_cmtm_inverse(model, ws.A0inv, qhat[s], ws.XJinv, ws.sin_q, ws.cos_q,
-                              ws.skew_axis, ws.Xup)
+def link_cmtm_kernel(model, ws, chunk, first, last, qhat, X_L):
+    """Link CMTM blocks X_{L_i,l} = A_{L_i}^(l) / l! of a base at rest (§2.4) at the samples
+    first..last-1, work slot ``chunk``: qhat (n_samples, >=K, n) Taylor-scaled; X_L
+    (n_samples, n, K, 6, 6) output. The arguments are ``borrowed``."""
+    model, ws, qhat, X_L = borrowed((model, ws, qhat, X_L))
+    K, Xup, nu = X_L.shape[2], ws.Xup[chunk], ws.nu[chunk]
+    for s in range(first, last):
+        relative_cmtm_inverse(model, ws.A0inv, qhat[s], ws.XJinv[chunk], ws.sin_q[chunk],
+                              ws.cos_q[chunk], ws.skew_axis[chunk], Xup)
         if K > 1:
-            velocity_pass(model.parent, ws.S, ws.Xup, qhat[s], ws.root, ws.nu)
-        link_cmtm_pass(model.parent, ws.Xup, ws.nu, ws.Xinv_L, X_L[s], ws.pose, ws.crosses)
+            velocity_pass(model.parent, ws.S, Xup, qhat[s], ws.root, nu)
+        link_cmtm_pass(model.parent, Xup, nu, ws.Xinv_L[chunk], X_L[s], ws.pose[chunk],
+                       ws.crosses[chunk])

@@ -1,6 +1,6 @@
 """The comprehensive kernels split across threads (cmtm.structured_jacobians.jacobian_kernel,
-cmtm.velocity_jacobian.velocity_jacobian_kernel, cmtm.comprehensive.motion_kernel, run by
-cmtm.api.run_chunks): the same bits for any thread count or chunking, one cached workspace
+cmtm.velocity_jacobian.velocity_jacobian_kernel, cmtm.comprehensive.motion_kernel and
+link_cmtm_kernel, run by cmtm.api.run_chunks): the same bits for any thread count or chunking, one cached workspace
 per call shape, nothing allocated inside a kernel.
 
 Reference: the engine itself on one thread (``numba.set_num_threads(1)``, one chunk of
@@ -17,7 +17,8 @@ from conftest import random_stack
 import cmtm
 import kinematic_trees as kt
 from cmtm import api
-from cmtm.comprehensive import motion_kernel, motion_workspace
+from cmtm.comprehensive import (link_cmtm_kernel, link_cmtm_workspace, motion_kernel,
+                                motion_workspace)
 from cmtm.structured_jacobians import (INPUT_OFFSET, JOINT_TORQUE, QUANTITIES,
                                        jacobian_kernel, jacobian_sizes, jacobian_workspace)
 from cmtm.taylor import taylor_from_raw
@@ -69,9 +70,11 @@ def test_motion_and_torques_equal_bit_for_bit_on_one_and_all_threads(small_tree)
     def call():
         mo = cmtm.motion(small_tree, q, order=ORDER)
         return [getattr(mo, field) for field in MOTION_FIELDS] + \
-            [cmtm.inverse_dynamics(small_tree, q, order=ORDER)]
+            [cmtm.inverse_dynamics(small_tree, q, order=ORDER),
+             cmtm.link_transform_derivatives(small_tree, q, order=ORDER)]
     single, threaded = on_threads((1, numba.config.NUMBA_NUM_THREADS), call)
-    for name, a, b in zip(MOTION_FIELDS + ("inverse_dynamics",), single, threaded):
+    names = MOTION_FIELDS + ("inverse_dynamics", "link_transform_derivatives")
+    for name, a, b in zip(names, single, threaded):
         assert np.array_equal(a, b), name
 
 
@@ -119,6 +122,19 @@ def velocity_kernel_output(model, qhat, n_chunks):
     return out
 
 
+def link_cmtm_output(model, n_samples):
+    """Output of link_cmtm_kernel (ORDER + 1 CMTM blocks)."""
+    return np.zeros((n_samples, model.nv, ORDER + 1, 6, 6))
+
+
+def link_cmtm_kernel_output(model, qhat, n_chunks):
+    """The Taylor output of link_cmtm_kernel run in n_chunks chunks."""
+    kernel, out = api.kernel_model_of(model), link_cmtm_output(model, qhat.shape[0])
+    api.run_chunks(link_cmtm_kernel, kernel, link_cmtm_workspace(kernel, ORDER + 1, n_chunks),
+                   n_chunks, qhat.shape[0], qhat, out)
+    return out
+
+
 def motion_kernel_outputs(model, qhat, n_chunks):
     """The Taylor outputs of motion_kernel run in n_chunks chunks."""
     kernel, outputs = api.kernel_model_of(model), motion_outputs(model, qhat.shape[0])
@@ -134,7 +150,9 @@ def test_kernels_do_not_depend_on_the_chunking(small_tree):
     first_J = jacobian_kernel_outputs(small_tree, qhat, wanted, 1)
     first_velocity = velocity_kernel_output(small_tree, qhat, 1)
     first_motion = motion_kernel_outputs(small_tree, qhat, 1)
+    first_cmtm = link_cmtm_kernel_output(small_tree, qhat, 1)
     for n_chunks in range(2, 8):
+        assert np.array_equal(first_cmtm, link_cmtm_kernel_output(small_tree, qhat, n_chunks))
         J = jacobian_kernel_outputs(small_tree, qhat, wanted, n_chunks)
         assert all(np.array_equal(a, b) for a, b in zip(first_J, J)), n_chunks
         assert np.array_equal(first_velocity, velocity_kernel_output(small_tree, qhat,
@@ -200,6 +218,9 @@ def test_kernels_allocate_nothing(small_tree):
                     ("velocity_jacobian_kernel", velocity_jacobian_kernel,
                      (kernel, velocity_jacobian_workspace(kernel, ORDER, n_chunks), 0, 0, last,
                       qhat, velocity_output(small_tree, n_samples))),
+                    ("link_cmtm_kernel", link_cmtm_kernel,
+                     (kernel, link_cmtm_workspace(kernel, ORDER + 1, n_chunks), 0, 0, last, qhat,
+                      link_cmtm_output(small_tree, n_samples))),
                     ("motion_kernel", motion_kernel,
                      (kernel, motion_workspace(kernel, ORDER, True, n_chunks), 0, 0, last, qhat,
                       True, True, True, motion))):

@@ -1,4 +1,5 @@
-"""The order-0 kernels split across threads (cmtm.rnea): the same bits for any thread count,
+"""The order-0 kernels split across threads (cmtm.rnea, the order-0 torque Jacobian, the link
+poses of cmtm.comprehensive): the same bits for any thread count,
 workspaces allocated once and reused, nothing allocated inside a kernel.
 
 Reference: the engine itself run on one thread (``numba.set_num_threads(1)``, one chunk of
@@ -14,13 +15,32 @@ from conftest import random_stack
 import cmtm
 import kinematic_trees as kt
 from cmtm import api, rnea
+from cmtm.comprehensive import link_poses_kernel, link_poses_workspace
 from cmtm.rnea_derivatives import torque_derivatives_kernel, torque_derivatives_workspace
 
 SAMPLES = 50
 
 ORDER0 = {"inverse_dynamics": lambda model, q: cmtm.inverse_dynamics(model, q, order=0),
-          "mass_matrix": lambda model, q: cmtm.mass_matrix(model, q[:, 0])}
-KINDS = {"inverse_dynamics": "rnea", "mass_matrix": "crba"}
+          "mass_matrix": lambda model, q: cmtm.mass_matrix(model, q[:, 0]),
+          "link_poses": lambda model, q: cmtm.link_poses(model, q[:, 0])}
+KINDS = {"inverse_dynamics": "rnea", "mass_matrix": "crba", "link_poses": "link_poses"}
+
+
+def kernel_run(function, kernel, q, n_chunks):
+    """The outputs of the kernel behind ``function`` run directly in n_chunks chunks."""
+    n_samples, nv = q.shape[0], q.shape[2]
+    q0 = np.ascontiguousarray(q[:, 0])
+    if function == "inverse_dynamics":
+        kernel_call, ws, args = rnea.rnea_kernel, rnea.rnea_workspace(kernel, n_chunks), \
+            (q, np.empty((n_samples, nv)))
+    elif function == "mass_matrix":
+        kernel_call, ws, args = rnea.crba_kernel, rnea.crba_workspace(kernel, n_chunks), \
+            (q0, np.empty((n_samples, nv, nv)))
+    else:
+        kernel_call, ws, args = link_poses_kernel, link_poses_workspace(kernel, n_chunks), \
+            (q0, np.empty((n_samples, nv, 3, 3)), np.empty((n_samples, nv, 3)))
+    api.run_chunks(kernel_call, kernel, ws, n_chunks, n_samples, *args)
+    return args[1:]
 
 
 def results_on_threads(thread_counts, call):
@@ -54,18 +74,10 @@ def test_order0_results_do_not_depend_on_the_chunking(function):
                                                            prismatic_fraction=0.3, seed=4)))
     kernel = api.kernel_model_of(model)
     q = random_stack(model, 3, n_samples=7, seed=3)
-    results = []
-    for n_chunks in range(1, 8):
-        if function == "inverse_dynamics":
-            out = np.empty((7, model.nv))
-            api.run_chunks(rnea.rnea_kernel, kernel, rnea.rnea_workspace(kernel, n_chunks),
-                           n_chunks, 7, q, out)
-        else:
-            out = np.empty((7, model.nv, model.nv))
-            api.run_chunks(rnea.crba_kernel, kernel, rnea.crba_workspace(kernel, n_chunks),
-                           n_chunks, 7, np.ascontiguousarray(q[:, 0]), out)
-        results.append(out)
-    assert all(np.array_equal(results[0], result) for result in results[1:])
+    first = kernel_run(function, kernel, q, 1)
+    for n_chunks in range(2, 8):
+        assert all(np.array_equal(a, b) for a, b in zip(first, kernel_run(function, kernel, q,
+                                                                          n_chunks)))
 
 
 @pytest.mark.parametrize("function", sorted(ORDER0))
@@ -95,7 +107,7 @@ def test_kernels_allocate_nothing(panda):
         pytest.skip("this Numba has no NRT allocation statistics")
 
     @numba.njit
-    def no_op(model, ws, chunk, first, last, q, out):
+    def no_op(*args):
         pass
 
     def allocations(call):
@@ -112,17 +124,18 @@ def test_kernels_allocate_nothing(panda):
             q0 = np.ascontiguousarray(q[:, 0])
             tau, M = np.empty((n_samples, panda.nv)), np.empty((n_samples, panda.nv, panda.nv))
             J = np.empty((n_samples, panda.nv, 3, panda.nv))
-            for kernel_call, ws, x, out in (
-                    (rnea.rnea_kernel, rnea.rnea_workspace(kernel, n_chunks), q, tau),
-                    (rnea.crba_kernel, rnea.crba_workspace(kernel, n_chunks), q0, M),
+            R, p = np.empty((n_samples, panda.nv, 3, 3)), np.empty((n_samples, panda.nv, 3))
+            for kernel_call, ws, arrays in (
+                    (rnea.rnea_kernel, rnea.rnea_workspace(kernel, n_chunks), (q, tau)),
+                    (rnea.crba_kernel, rnea.crba_workspace(kernel, n_chunks), (q0, M)),
                     (torque_derivatives_kernel,
-                     torque_derivatives_workspace(kernel, n_chunks), q, J)):
-                last = n_samples // n_chunks        # chunk 0 of n_chunks
-                kernel_call(kernel, ws, 0, 0, last, x, out)   # compiled outside the count
-                no_op(kernel, ws, 0, 0, last, x, out)
-                assert allocations(lambda: kernel_call(kernel, ws, 0, 0, last, x, out)) == \
-                    allocations(lambda: no_op(kernel, ws, 0, 0, last, x, out)), \
-                    kernel_call.__name__
+                     torque_derivatives_workspace(kernel, n_chunks), (q, J)),
+                    (link_poses_kernel, link_poses_workspace(kernel, n_chunks), (q0, R, p))):
+                args = (kernel, ws, 0, 0, n_samples // n_chunks) + arrays   # chunk 0
+                kernel_call(*args)                  # compiled outside the count
+                no_op(*args)
+                assert allocations(lambda: kernel_call(*args)) == \
+                    allocations(lambda: no_op(*args)), kernel_call.__name__
     finally:
         if not was_enabled:
             nrt.memsys_disable_stats()
