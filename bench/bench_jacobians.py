@@ -23,7 +23,9 @@ faster than linearly in nv, so JAX is skipped (and the cell says why) when the g
 exceed --jax-max-eqns primitives (estimated from the same quantity and order on the
 previous model), when the same quantity and order took more than --jax-max-compile seconds
 to compile on a smaller model, or once the run's JAX compile time passes --jax-budget.
-Numba (cmtm) runs on one thread; XLA may use both cores.
+cmtm runs on Numba's thread count (``numba.get_num_threads()``, all cores by default: its
+samples split in chunks across threads), XLA on its own thread pool; the "1-thr us" column
+is cmtm again with ``numba.set_num_threads(1)``, and JAX/1-thr its ratio to JAX.
 
 Under the table: the exponent p of t ~ nv^p fitted by least squares on log-log over the
 serial chains with 16 <= nv <= 128 (structured torque and velocity Jacobians, and FD), and
@@ -38,6 +40,7 @@ only, 20 samples in the memory probe (under a minute). The default run takes ~11
 on two cores, about 8 of them compiling JAX.
 """
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -46,6 +49,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numba
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,10 +108,12 @@ during the call (numpy's arrays; Numba's allocations inside kernels are not trac
 def adaptive_best(call, q_all, max_samples, target_s, repeats):
     """Best per-sample time of ``call(q_stack)`` over ``repeats`` calls.
 
-    A first one-sample call (the kernels are already compiled) estimates the cost; the
-    number of samples per call is then target_s / estimate, clipped to [1, max_samples].
+    A one-sample call (the kernels are already compiled; after a first call that builds
+    the model's kernel arrays and workspaces) estimates the cost; the number of samples per
+    call is then target_s / estimate, clipped to [1, max_samples].
     Returns (seconds per sample, samples per call, the last result).
     """
+    call(q_all[:1])
     start = time.perf_counter()
     call(q_all[:1])
     estimate = time.perf_counter() - start
@@ -120,6 +126,17 @@ def adaptive_best(call, q_all, max_samples, target_s, repeats):
         result = call(q)
         best = min(best, time.perf_counter() - start)
     return best / n, n, result
+
+
+@contextlib.contextmanager
+def one_numba_thread():
+    """cmtm's kernels on one thread inside the block (Numba's count restored after)."""
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
 
 
 def relative_error(actual, desired):
@@ -184,6 +201,11 @@ def time_cell(name, model, quantity, order, args, jax_runner, rng):
         lambda q: cmtm.jacobian(model, q, quantity, order=order),
         q_all, args.samples, args.target, args.repeats)
     row.update(structured_us=1e6 * structured_s, samples=n)
+    with one_numba_thread():
+        one_thread_s, _, _ = adaptive_best(
+            lambda q: cmtm.jacobian(model, q, quantity, order=order),
+            q_all[:n], n, np.inf, args.repeats)
+    row.update(one_thread_us=1e6 * one_thread_s)
 
     row.update(fd_us=None, fd_samples=None, fd_err=None)
     if not args.no_fd:
@@ -250,17 +272,20 @@ def print_table(rows, args):
           f"(central); JAX = jit(vmap(jacfwd(jet(RNEA)))), compile = trace + XLA compile, "
           f"excluded from JAX us")
     header = (f"{'model':17s} {'nv':>3s} {'k':>1s} {'quantity':13s} {'struct us':>10s} "
-              f"{'FD us':>11s} {'JAX us':>10s} {'FD/str':>7s} {'JAX/str':>7s} "
-              f"{'JAX comp s':>10s} {'n':>4s} {'FD err':>7s} {'JAX err':>7s}")
+              f"{'1-thr us':>10s} {'FD us':>11s} {'JAX us':>10s} {'FD/str':>7s} "
+              f"{'JAX/str':>7s} {'JAX/1-thr':>9s} {'JAX comp s':>10s} {'n':>4s} "
+              f"{'FD err':>7s} {'JAX err':>7s}")
     print(header)
     print("-" * len(header))
     for row in rows:
         fd_ratio = None if row["fd_us"] is None else row["fd_us"] / row["structured_us"]
         jax_ratio = None if row["jax_us"] is None else row["jax_us"] / row["structured_us"]
+        jax_one = None if row["jax_us"] is None else row["jax_us"] / row["one_thread_us"]
         jax_cell = fmt(row["jax_us"], ".1f", 10)
         line = (f"{row['model']:17s} {row['nv']:3d} {row['order']:1d} {row['quantity']:13s} "
-                f"{row['structured_us']:10.1f} {fmt(row['fd_us'], '.1f', 11)} {jax_cell} "
-                f"{fmt(fd_ratio, '.1f', 7)} {fmt(jax_ratio, '.1f', 7)} "
+                f"{row['structured_us']:10.1f} {row['one_thread_us']:10.1f} "
+                f"{fmt(row['fd_us'], '.1f', 11)} {jax_cell} "
+                f"{fmt(fd_ratio, '.1f', 7)} {fmt(jax_ratio, '.1f', 7)} {fmt(jax_one, '.1f', 9)} "
                 f"{fmt(row['jax_compile_s'], '.1f', 10)} {row['samples']:4d} "
                 f"{fmt(row['fd_err'], '.0e', 7)} {fmt(row['jax_err'], '.0e', 7)}")
         if row["jax_note"]:
@@ -335,13 +360,15 @@ def main():
         models.append(("panda", kt.compile_tree(kt.panda())))
     models.sort(key=lambda item: item[1].nv)          # small first: JAX caps bite late
 
-    # Load (or compile) the Numba kernels once, so that no timed call pays for them.
+    # Load (or compile) the Numba kernels once, so that no timed call pays for them: orders
+    # 0 (the order-0 torque kernel) and 1 (the other kernels) of every quantity.
     warm = kt.compile_tree(kt.serial_chain(2))
     for quantity in QUANTITIES:
-        q = np.zeros((1, cmtm.jacobian_input_orders(quantity, 1), 2))
-        cmtm.jacobian(warm, q, quantity, order=1)
-        if not args.no_fd:
-            cmtm.reference.fd_jacobian(warm, q, quantity, order=1)
+        for order in (0, 1):
+            q = np.zeros((1, cmtm.jacobian_input_orders(quantity, order), 2))
+            cmtm.jacobian(warm, q, quantity, order=order)
+            if not args.no_fd:
+                cmtm.reference.fd_jacobian(warm, q, quantity, order=order)
 
     jax_runner = None if args.no_jax else JaxRunner(args.jax_max_eqns, args.jax_max_compile,
                                                     args.jax_budget)
