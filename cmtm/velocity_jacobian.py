@@ -12,8 +12,9 @@ one link are stored as the last axis of ``G[m, c, :]``, over its path from the r
 joint j of the path of link i sits at column ``path_start[i] + depth(j)``, and the path of
 i is the path of its parent with i appended (the links are numbered in preorder). So one
 step of the recursion is a 6x6 jet block times a contiguous row of columns, a loop that
-the compiler vectorizes, and the columns are written to the output in the order of the
-joints. Only the blocks of supporting joints are written (the output is zero-initialised).
+the compiler vectorizes, and the columns are written to the output in runs of consecutive
+joints (contiguous row segments; one run per link on a serial chain). Only the blocks of
+supporting joints are written (the output is zero-initialised).
 
 The kernel also reports any non-finite entry it writes (``nonfinite[chunk]``), so that
 the caller need not scan an output that can be megabytes per sample.
