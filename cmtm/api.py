@@ -14,6 +14,7 @@ raises ValueError saying what was expected and what came.
 """
 import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from numbers import Integral
@@ -414,16 +415,37 @@ def workspace(kernel, kind, shape_key, allocate):
                  _WORKSPACES_KEPT)
 
 
-def thread_chunks(n_samples):
-    """Chunks the samples are split into: one per Numba thread (``numba.get_num_threads``,
-    set by ``NUMBA_NUM_THREADS`` or ``numba.set_num_threads``), at most one per sample."""
-    return max(1, min(numba.get_num_threads(), n_samples))
+def thread_slots():
+    """Work slots of a workspace and most chunks of a call: one per Numba thread
+    (``numba.get_num_threads``, set by ``NUMBA_NUM_THREADS`` or ``numba.set_num_threads``)."""
+    return numba.get_num_threads()
 
 
-def chunk_bounds(n_samples, n_chunks, chunk):
+MIN_CHUNK_SECONDS = 1e-4
+"""Least kernel time, by the estimate, that a chunk of samples must hold to run on a thread
+of its own: handing a chunk to the pool and collecting it costs 30-70 us on this project's
+machine, so a call of less work stays on the calling thread (a 2-sample torque Jacobian of
+the Panda: 23 us on one thread, 71 us split in two; 50 samples of its order-1
+link-velocity Jacobian: 327 us on one, 214 us on two)."""
+
+_SAMPLE_SECONDS = {}
+"""(id(kernel model), kind, sizes) -> (kernel model, seconds per sample): the cost per
+sample of each kernel, measured on its own calls (emptied at _SAMPLE_SECONDS_KEPT keys)."""
+_SAMPLE_SECONDS_KEPT = 256
+
+
+def chunk_count(n_samples, seconds_per_sample, slots):
+    """Chunks of a call: as many as ``slots`` and the samples allow, each holding at least
+    MIN_CHUNK_SECONDS of work by the estimate ``seconds_per_sample``; at least one."""
+    worth = int(n_samples * seconds_per_sample / MIN_CHUNK_SECONDS)
+    return max(1, min(slots, n_samples, worth))
+
+
+def chunk_bounds(start, n_samples, n_chunks, chunk):
     """[first, last) samples of chunk ``chunk`` of ``n_chunks`` contiguous, near-equal
-    chunks of range(n_samples)."""
-    return chunk * n_samples // n_chunks, (chunk + 1) * n_samples // n_chunks
+    chunks of range(start, n_samples)."""
+    size = n_samples - start
+    return start + chunk * size // n_chunks, start + (chunk + 1) * size // n_chunks
 
 
 _POOL = []
@@ -441,37 +463,56 @@ def _thread_pool():
         return _POOL[0]
 
 
-def run_chunks(kernel, kernel_model, work, n_chunks, n_samples, *arrays):
-    """kernel(kernel_model, work, c, first, last, *arrays) for every chunk c of the samples:
-    chunk 0 on the calling thread, the others on the shared thread pool at the same time
-    (the kernels release the GIL). A chunk writes only its samples and its slot c of
-    ``work``, and every sample runs the same instructions whatever its chunk, so the
-    results are identical bit for bit for any thread count. Plain threads rather than
+def run_chunks(kernel, kernel_model, work, n_chunks, n_samples, *arrays, start=0):
+    """kernel(kernel_model, work, c, first, last, *arrays) for every chunk c of the samples
+    start..n_samples-1: chunk 0 on the calling thread, the others on the shared thread pool
+    at the same time (the kernels release the GIL). A chunk writes only its samples and its
+    slot c of ``work``, and every sample runs the same instructions whatever its chunk, so
+    the results are identical bit for bit for any thread count. Plain threads rather than
     Numba's ``parallel=True``: the same speed-up, and half the cold compile time."""
     if n_chunks == 1:
-        kernel(kernel_model, work, 0, 0, n_samples, *arrays)
+        kernel(kernel_model, work, 0, start, n_samples, *arrays)
         return
     pool = _thread_pool()
-    others = [pool.submit(kernel, kernel_model, work, c, *chunk_bounds(n_samples, n_chunks, c),
-                          *arrays) for c in range(1, n_chunks)]
-    kernel(kernel_model, work, 0, *chunk_bounds(n_samples, n_chunks, 0), *arrays)
+    others = [pool.submit(kernel, kernel_model, work, c,
+                          *chunk_bounds(start, n_samples, n_chunks, c), *arrays)
+              for c in range(1, n_chunks)]
+    kernel(kernel_model, work, 0, *chunk_bounds(start, n_samples, n_chunks, 0), *arrays)
     for chunk in others:
         chunk.result()
 
 
 def run_on_threads(model, kernel, kind, sizes, allocate, n_samples, *arrays):
     """A batched kernel over n_samples samples of a checked model: its KernelModel, its
-    workspace ``allocate(kernel_model, n_chunks)`` from the per-thread cache (key: ``kind``,
-    the chunk count and ``sizes``, what else the workspace's shapes depend on), the chunks
-    on threads (:func:`run_chunks`). Returns the workspace."""
+    workspace ``allocate(kernel_model, slots)`` from the per-thread cache (key: ``kind``, the
+    :func:`thread_slots` and ``sizes``, what else the workspace's shapes depend on), the
+    chunks on threads (:func:`run_chunks`), as many as hold MIN_CHUNK_SECONDS of work each
+    (:func:`chunk_count`). The cost per sample is the one measured on the previous call of
+    this kernel, model and sizes; on the first, sample 0 runs alone and is timed. Returns
+    the workspace."""
     kmodel = kernel_model_of(model)
-    n_chunks = thread_chunks(n_samples)
-    work = workspace(kmodel, kind, (n_chunks, *sizes) if sizes else n_chunks,
-                     lambda: allocate(kmodel, n_chunks))
-    run_chunks(kernel, kmodel, work, n_chunks, n_samples, *arrays)
+    slots = thread_slots()
+    work = workspace(kmodel, kind, (slots, *sizes) if sizes else slots,
+                     lambda: allocate(kmodel, slots))
+    key, start = (id(kmodel), kind, sizes), 0
+    known = _SAMPLE_SECONDS.get(key)
+    if known is not None and known[0] is kmodel:
+        seconds_per_sample = known[1]
+    elif n_samples:
+        began = time.perf_counter()
+        kernel(kmodel, work, 0, 0, 1, *arrays)
+        seconds_per_sample, start = time.perf_counter() - began, 1
+    else:
+        seconds_per_sample = 0.0
+    if n_samples > start:
+        n_chunks = chunk_count(n_samples - start, seconds_per_sample, slots)
+        began = time.perf_counter()
+        run_chunks(kernel, kmodel, work, n_chunks, n_samples, *arrays, start=start)
+        seconds_per_sample = (time.perf_counter() - began) * n_chunks / (n_samples - start)
+    if len(_SAMPLE_SECONDS) >= _SAMPLE_SECONDS_KEPT:
+        _SAMPLE_SECONDS.clear()
+    _SAMPLE_SECONDS[key] = (kmodel, seconds_per_sample)
     return work
-
-
 
 
 def motion(model, q_stack, order=0, *, dynamics=True, world=True):

@@ -14,9 +14,10 @@ Tree traversal (links in depth-first pre-order, ``parent[i] < i``):
 
 Threads. A kernel batched over samples computes one contiguous chunk of them,
 ``kernel(model, workspace, c, first, last, ...)``, with its own slot c of every workspace
-array (leading axis); ``cmtm.api.run_chunks`` runs one chunk per thread of
+array (leading axis); ``cmtm.api.run_chunks`` runs at most one chunk per thread of
 ``numba.get_num_threads()`` (Numba's ``NUMBA_NUM_THREADS`` environment variable or
-``numba.set_num_threads``). Every sample is computed by the same instructions whatever
+``numba.set_num_threads``), and fewer when a call holds little work
+(``cmtm.api.chunk_count``). Every sample is computed by the same instructions whatever
 the chunking, so results are identical bit for bit for any thread count.
 """
 from typing import NamedTuple

@@ -40,6 +40,13 @@ def small_tree():
                                                           prismatic_fraction=0.3, seed=9)))
 
 
+@pytest.fixture
+def split_every_call(monkeypatch):
+    """Every call split into one chunk per thread whatever its work (api.MIN_CHUNK_SECONDS
+    keeps small calls on the calling thread, which would leave nothing to compare)."""
+    monkeypatch.setattr(api, "MIN_CHUNK_SECONDS", 1e-12)
+
+
 def on_threads(thread_counts, call):
     """[call() with n Numba threads for n in thread_counts]; the count (per calling
     thread) is restored afterwards."""
@@ -55,7 +62,8 @@ def on_threads(thread_counts, call):
 
 
 @pytest.mark.parametrize("quantities", sorted(JACOBIAN_SETS))
-def test_jacobians_equal_bit_for_bit_on_one_and_all_threads(small_tree, quantities):
+def test_jacobians_equal_bit_for_bit_on_one_and_all_threads(small_tree, quantities,
+                                                            split_every_call):
     q = random_stack(small_tree, ORDER + 3, n_samples=SAMPLES, seed=31)
     single, threaded = on_threads(
         (1, numba.config.NUMBA_NUM_THREADS),
@@ -64,7 +72,8 @@ def test_jacobians_equal_bit_for_bit_on_one_and_all_threads(small_tree, quantiti
         assert np.array_equal(single[name], threaded[name]), name
 
 
-def test_motion_and_torques_equal_bit_for_bit_on_one_and_all_threads(small_tree):
+def test_motion_and_torques_equal_bit_for_bit_on_one_and_all_threads(small_tree,
+                                                                     split_every_call):
     q = random_stack(small_tree, ORDER + 3, n_samples=SAMPLES, seed=32)
 
     def call():
@@ -166,7 +175,7 @@ def test_second_call_reuses_the_cached_workspaces(small_tree):
     sizes); a second call finds them."""
     q = random_stack(small_tree, ORDER + 3, n_samples=SAMPLES, seed=34)
     kernel = api.kernel_model_of(small_tree)
-    n_chunks = api.thread_chunks(SAMPLES)
+    n_chunks = api.thread_slots()
     wanted = np.zeros(len(QUANTITIES), dtype=np.bool_)
     wanted[QUANTITIES.index("joint_force")] = True
     keys = [(id(kernel), "jacobian", (n_chunks, jacobian_sizes(small_tree.nv, ORDER, wanted))),

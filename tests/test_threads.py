@@ -43,6 +43,13 @@ def kernel_run(function, kernel, q, n_chunks):
     return args[1:]
 
 
+@pytest.fixture
+def split_every_call(monkeypatch):
+    """Every call split into one chunk per thread whatever its work (api.MIN_CHUNK_SECONDS
+    keeps small calls on the calling thread, which would leave nothing to compare)."""
+    monkeypatch.setattr(api, "MIN_CHUNK_SECONDS", 1e-12)
+
+
 def results_on_threads(thread_counts, call):
     """[call() with n Numba threads for n in thread_counts]; the count (per calling
     thread) is restored afterwards."""
@@ -58,7 +65,8 @@ def results_on_threads(thread_counts, call):
 
 
 @pytest.mark.parametrize("function", sorted(ORDER0))
-def test_order0_results_equal_bit_for_bit_on_one_and_all_threads(panda, function):
+def test_order0_results_equal_bit_for_bit_on_one_and_all_threads(panda, function,
+                                                                 split_every_call):
     """Panda, 50 samples: one chunk on one thread vs one chunk per Numba thread."""
     q = random_stack(panda, 3, n_samples=SAMPLES, seed=21, scale=2.0)
     single, threaded = results_on_threads((1, numba.config.NUMBA_NUM_THREADS),
@@ -87,7 +95,7 @@ def test_second_call_reuses_the_cached_workspace(panda, function):
     q = random_stack(panda, 3, n_samples=SAMPLES, seed=22)
     ORDER0[function](panda, q)
     kernel = api.kernel_model_of(api.check_model(panda))
-    key = (id(kernel), KINDS[function], api.thread_chunks(SAMPLES))
+    key = (id(kernel), KINDS[function], api.thread_slots())
     first = api._WORKSPACES.cache[key][1]
     ORDER0[function](panda, q)
     assert api._WORKSPACES.cache[key][1] is first
@@ -139,3 +147,36 @@ def test_kernels_allocate_nothing(panda):
     finally:
         if not was_enabled:
             nrt.memsys_disable_stats()
+
+
+def test_chunk_count_keeps_little_work_on_one_thread():
+    """Chunks hold MIN_CHUNK_SECONDS of estimated work each, at most one per slot and
+    sample, at least one."""
+    least = api.MIN_CHUNK_SECONDS
+    assert api.chunk_count(100, least / 200, 2) == 1           # half a chunk's work
+    assert api.chunk_count(100, 2.5 * least / 100, 2) == 2     # two chunks' work
+    assert api.chunk_count(100, 8.5 * least / 100, 4) == 4
+    assert api.chunk_count(100, 8.5 * least / 100, 2) == 2     # capped by the slots
+    assert api.chunk_count(3, 1.0, 8) == 3                     # capped by the samples
+    assert api.chunk_count(0, 1.0, 8) == 1
+
+
+def test_small_calls_stay_on_the_calling_thread(panda, monkeypatch):
+    """Two samples of the Panda's torque Jacobian are microseconds of work: after the first
+    call has measured the cost, no chunk goes to the thread pool."""
+    q = random_stack(panda, 3, n_samples=2, seed=24)
+    chunks = []
+    run_chunks = api.run_chunks
+
+    def counting(kernel, kernel_model, work, n_chunks, *args, **kwargs):
+        chunks.append(n_chunks)
+        return run_chunks(kernel, kernel_model, work, n_chunks, *args, **kwargs)
+    monkeypatch.setattr(api, "run_chunks", counting)
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+        for _ in range(3):
+            cmtm.jacobian(panda, q, "joint_torque", order=0)
+    finally:
+        numba.set_num_threads(before)
+    assert chunks[1:] == [1, 1]

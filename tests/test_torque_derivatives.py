@@ -64,9 +64,10 @@ def test_entries_off_the_branches_are_written_zero(models):
     assert relative_error(out, expected) < 1e-12
 
 
-def test_identical_bit_for_bit_for_any_thread_count(models):
+def test_identical_bit_for_bit_for_any_thread_count(models, monkeypatch):
     """One thread and every thread give the same bits (each sample is computed by the same
-    instructions whatever the chunk it falls in)."""
+    instructions whatever the chunk it falls in); every call split, however small."""
+    monkeypatch.setattr(api, "MIN_CHUNK_SECONDS", 1e-12)
     model = models["tree12"]
     q_stack = random_stack(model, 3, n_samples=9, seed=2)
     before = numba.get_num_threads()
@@ -86,7 +87,7 @@ def test_workspace_reused_across_calls(models):
     q_stack = random_stack(model, 3, n_samples=4, seed=3)
     cmtm.jacobian(model, q_stack, "joint_torque", order=0)
     kernel = api.kernel_model_of(model)
-    chunks = api.thread_chunks(4)
+    chunks = api.thread_slots()
     first = api.workspace(kernel, "torque_derivatives", chunks, lambda: None)
     cmtm.jacobian(model, q_stack, "joint_torque", order=0)
     assert first is not None
