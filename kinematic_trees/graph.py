@@ -173,8 +173,11 @@ def _checked_joint(name, type, axis=(0.0, 0.0, 1.0), R=None, p=(0.0, 0.0, 0.0),
 
 
 def _unit_axis(axis, where):
-    """``axis`` normalized (unit axes stay bit-for-bit, so validate() is idempotent)."""
-    norm = np.linalg.norm(axis)
+    """``axis`` normalized (unit axes stay bit-for-bit, so validate() is idempotent); the
+    norm is taken of the axis divided by its largest entry, so that an axis of huge
+    entries (1e308) does not overflow."""
+    largest = np.max(np.abs(axis))
+    norm = largest * np.linalg.norm(axis / largest) if largest > 0.0 else 0.0
     if norm < 1e-12:
         raise ModelError(f"{where}: axis is zero ({axis.tolist()})")
     return axis / norm if abs(norm - 1.0) > 1e-12 else axis

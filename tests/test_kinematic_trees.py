@@ -114,6 +114,17 @@ def test_add_joint_rejects_bad_joint(kwargs, message):
         tree.add_joint(**joint)
 
 
+@pytest.mark.parametrize("scale", [1e-9, 3.0, 1e308])
+def test_add_joint_normalizes_any_nonzero_axis(scale):
+    """Axes are stored as unit vectors whatever their scale, 1e308 included (its plain
+    2-norm overflows float64; found by test_fuzz)."""
+    tree = arm_tree()
+    tree.add_link("forearm")
+    tree.add_joint("elbow", "arm", "forearm", axis=(scale, scale, scale))
+    np.testing.assert_allclose(tree.graph.edges["arm", "forearm"]["axis"],
+                               np.full(3, 3 ** -0.5), rtol=1e-15)
+
+
 def test_add_joint_rejects_cycle():
     tree = arm_tree()
     tree.add_link("forearm")
