@@ -46,8 +46,7 @@ class VelocityJacobianWorkspace(NamedTuple):
     S: np.ndarray           # (n, 6) joint screws
     A0inv: np.ndarray       # (n, 6, 6) inverse joint placements
     root: np.ndarray        # (k+1, 6) base velocity stack (at rest: zero)
-    path: np.ndarray        # (n_path,) int64, the joints of each link's path, root first
-    path_start: np.ndarray  # (n+1,) int64, link i's path is path[path_start[i]:...[i+1]]
+    path_start: np.ndarray  # (n+1,) int64, columns path_start[i]:path_start[i+1] of link i
     run_start: np.ndarray   # (n+1,) int64, runs[run_start[i]:run_start[i+1]] of link i
     runs: np.ndarray        # (n_runs, 3) int64: first joint, first path column, length
     coef: np.ndarray        # (k+1, k+2, 2) raw_block_coefficients
@@ -65,7 +64,8 @@ class VelocityJacobianWorkspace(NamedTuple):
 
 def velocity_jacobian_workspace(model, order, n_chunks):
     """A :class:`VelocityJacobianWorkspace` for a KernelModel, order k and n_chunks chunks.
-    The paths are the KernelModel's support lists (i first) reversed."""
+    The path of link i (its support from the root, i last) is the KernelModel's support
+    list of i (i first) reversed; its columns follow that order."""
     n = model.parent.shape[0]
     k1, L = order + 1, order + 2
     start = np.asarray(model.support_start)
@@ -77,7 +77,7 @@ def velocity_jacobian_workspace(model, order, n_chunks):
     def work(*shape):
         return np.zeros((n_chunks,) + shape)
     return VelocityJacobianWorkspace(
-        S=S, A0inv=A0inv, root=root[0], path=path, path_start=start.copy(),
+        S=S, A0inv=A0inv, root=root[0], path_start=start.copy(),
         run_start=run_start, runs=runs,
         coef=raw_block_coefficients(k1, L, 2), Xup=work(n, L, 6, 6), XJinv=work(L, 6, 6),
         sin_q=work(L), cos_q=work(L), skew_axis=work(3, 3), nu=work(n, k1, 6),
@@ -183,7 +183,7 @@ def velocity_jacobian_kernel(model, ws, chunk, first, last, qhat, out):
     """out[s, l, 6 i + c, r, j] = d nu_i,c^(l) / d q_j^(r) (raw) at the samples first..last-1
     of the Taylor-scaled stacks qhat (n_samples, >= k+2, n), with work slot ``chunk``;
     ``out`` (n_samples, k+1, 6 n, k+2, n) zero-initialised. The arguments are
-    ``borrowed`` (``cmtm.comprehensive``)."""
+    ``borrowed`` (``cmtm.kernel_model.borrowed``)."""
     model, ws, qhat, out = borrowed((model, ws, qhat, out))
     Xup, nu, G, V0 = ws.Xup[chunk], ws.nu[chunk], ws.G[chunk], ws.V0[chunk]
     finite = True
