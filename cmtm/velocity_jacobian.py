@@ -104,13 +104,20 @@ def path_runs(path, path_start):
 @jit
 def block_columns_add(M, columns, first, out, out_first, width):
     """out[r, out_first + t] += sum_c M[r, c] columns[c, first + t] for t < width: a 6x6
-    block times a row of 6-vector columns, all six products of an output row in one loop
-    over contiguous columns (one store per six multiply-adds; the loop vectorizes)."""
+    block of motion-vector maps (a motion transform, its derivatives, a motion cross
+    product: upper-right 3x3 zero, so angular rows read angular inputs only) times a row of
+    6-vector columns, all products of an output row in one loop over contiguous columns
+    (one store per three or six multiply-adds; the loop vectorizes)."""
     c0, c1, c2 = columns[0, first:first + width], columns[1, first:first + width], \
         columns[2, first:first + width]
     c3, c4, c5 = columns[3, first:first + width], columns[4, first:first + width], \
         columns[5, first:first + width]
-    for r in range(6):
+    for r in range(3):
+        m0, m1, m2 = M[r, 0], M[r, 1], M[r, 2]
+        row = out[r, out_first:out_first + width]
+        for t in range(width):
+            row[t] += m0 * c0[t] + m1 * c1[t] + m2 * c2[t]
+    for r in range(3, 6):
         m0, m1, m2, m3, m4, m5 = M[r, 0], M[r, 1], M[r, 2], M[r, 3], M[r, 4], M[r, 5]
         row = out[r, out_first:out_first + width]
         for t in range(width):
