@@ -302,7 +302,7 @@ def momentum_rows(model, ws, chunk, state, wanted, world, outputs, smp):
     """Lemmas 2-4 on the gravity-free pass ``state``: link momentum (local, world), joint
     momentum (world, local) raw blocks for sample ``smp``, from the link-velocity columns
     V (whose own rows ``cmtm.velocity_jacobian`` writes)."""
-    V, H, W, coef = ws.V[chunk], ws.H[chunk], ws.W[chunk], ws.coef
+    H, W, coef = ws.H[chunk], ws.W[chunk], ws.coef
     link_sweep(model, ws, chunk, state, wanted[LINK_MOMENTUM], world)
     for i in range(model.parent.shape[0]):
         for t in range(model.support_start[i], model.support_start[i + 1]):
