@@ -415,10 +415,11 @@ def workspace(kernel, kind, shape_key, allocate):
                  _WORKSPACES_KEPT)
 
 
-def thread_slots():
+def thread_slots(n_samples):
     """Work slots of a workspace and most chunks of a call: one per Numba thread
-    (``numba.get_num_threads``, set by ``NUMBA_NUM_THREADS`` or ``numba.set_num_threads``)."""
-    return numba.get_num_threads()
+    (``numba.get_num_threads``, set by ``NUMBA_NUM_THREADS`` or ``numba.set_num_threads``),
+    at most one per sample (a workspace slot can be megabytes)."""
+    return max(1, min(numba.get_num_threads(), n_samples))
 
 
 MIN_CHUNK_SECONDS = 1e-4
@@ -484,14 +485,14 @@ def run_chunks(kernel, kernel_model, work, n_chunks, n_samples, *arrays, start=0
 
 def run_on_threads(model, kernel, kind, sizes, allocate, n_samples, *arrays):
     """A batched kernel over n_samples samples of a checked model: its KernelModel, its
-    workspace ``allocate(kernel_model, slots)`` from the per-thread cache (key: ``kind``, the
+    workspace ``allocate(kernel_model, slots)`` from the per-thread cache (key: ``kind``,
     :func:`thread_slots` and ``sizes``, what else the workspace's shapes depend on), the
     chunks on threads (:func:`run_chunks`), as many as hold MIN_CHUNK_SECONDS of work each
     (:func:`chunk_count`). The cost per sample is the one measured on the previous call of
     this kernel, model and sizes; on the first, sample 0 runs alone and is timed. Returns
     the workspace."""
     kmodel = kernel_model_of(model)
-    slots = thread_slots()
+    slots = thread_slots(n_samples)
     work = workspace(kmodel, kind, (slots, *sizes) if sizes else slots,
                      lambda: allocate(kmodel, slots))
     key, start = (id(kmodel), kind, sizes), 0

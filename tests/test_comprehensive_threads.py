@@ -175,7 +175,7 @@ def test_second_call_reuses_the_cached_workspaces(small_tree):
     sizes); a second call finds them."""
     q = random_stack(small_tree, ORDER + 3, n_samples=SAMPLES, seed=34)
     kernel = api.kernel_model_of(small_tree)
-    n_chunks = api.thread_slots()
+    n_chunks = api.thread_slots(SAMPLES)
     wanted = np.zeros(len(QUANTITIES), dtype=np.bool_)
     wanted[QUANTITIES.index("joint_force")] = True
     keys = [(id(kernel), "jacobian", (n_chunks, jacobian_sizes(small_tree.nv, ORDER, wanted))),

@@ -95,7 +95,7 @@ def test_second_call_reuses_the_cached_workspace(panda, function):
     q = random_stack(panda, 3, n_samples=SAMPLES, seed=22)
     ORDER0[function](panda, q)
     kernel = api.kernel_model_of(api.check_model(panda))
-    key = (id(kernel), KINDS[function], api.thread_slots())
+    key = (id(kernel), KINDS[function], api.thread_slots(SAMPLES))
     first = api._WORKSPACES.cache[key][1]
     ORDER0[function](panda, q)
     assert api._WORKSPACES.cache[key][1] is first

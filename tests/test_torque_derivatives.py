@@ -87,7 +87,7 @@ def test_workspace_reused_across_calls(models):
     q_stack = random_stack(model, 3, n_samples=4, seed=3)
     cmtm.jacobian(model, q_stack, "joint_torque", order=0)
     kernel = api.kernel_model_of(model)
-    chunks = api.thread_slots()
+    chunks = api.thread_slots(4)
     first = api.workspace(kernel, "torque_derivatives", chunks, lambda: None)
     cmtm.jacobian(model, q_stack, "joint_torque", order=0)
     assert first is not None
