@@ -1,6 +1,7 @@
 """Order-0 joint-torque Jacobian d tau / d(q, q', q'') in world coordinates, batched over
-samples (in chunks on threads, ``cmtm.api.run_chunks``): the k = 0 case of Lemma 6 (cmtm_math.md §5, §7-§8) written on
-rotations and translations, with no CMTM block and no allocation.
+samples (in chunks on threads, ``cmtm.api.run_chunks``): the k = 0 case of Lemma 6
+(cmtm_math.md §5, §7-§8) written on rotations and translations, with no CMTM block and
+no allocation.
 
 World frame, spatial vectors at the world origin (angular-first), the base accelerating
 by -g so that gravity is exact (§3.3). Per link i, with p = p(i):
@@ -52,7 +53,7 @@ from cmtm._jit import jit, jit_inline
 from cmtm.kernel_model import borrowed
 from cmtm.rnea import (base_motion, composite_inertia_to_parent_add, force_cross_add,
                        link_pose_in_parent, motion_cross_add)
-from cmtm.spatial import JOINT_REVOLUTE
+from cmtm.spatial import JOINT_REVOLUTE, matvec6
 
 
 class TorqueDerivativesWorkspace(NamedTuple):
@@ -102,21 +103,6 @@ def torque_derivatives_workspace(kernel_model, n_chunks):
         rotational_inertia=np.array(kernel_model.rotational_inertia),
         identity=np.eye(3), origin=np.zeros(3), w_pair=work(5, 6), row=work(2, 6, n),
         descendant=work(3, 6, n))
-
-
-@jit
-def dot6(x, y):
-    """x . y for 6-vectors."""
-    return (x[0] * y[0] + x[1] * y[1] + x[2] * y[2]
-            + x[3] * y[3] + x[4] * y[4] + x[5] * y[5])
-
-
-@jit
-def matvec6_add(M, x, out):
-    """out += M x for a 6x6 matrix."""
-    for r in range(6):
-        out[r] += (M[r, 0] * x[0] + M[r, 1] * x[1] + M[r, 2] * x[2]
-                   + M[r, 3] * x[3] + M[r, 4] * x[4] + M[r, 5] * x[5])
 
 
 @jit
@@ -238,8 +224,8 @@ def forward_pass(model, ws, c, q, qd, qdd):
         for r in range(6):
             h[r] = 0.0
             f[r] = 0.0
-        matvec6_add(I, v, h)                            # h = I v
-        matvec6_add(I, alpha, f)                        # f = I alpha + v x^* h
+        matvec6(I, v, h)                                # h = I v
+        matvec6(I, alpha, f)                            # f = I alpha + v x^* h
         force_cross_add(v, h, 1.0, f)
 
 
@@ -275,17 +261,17 @@ def pair_factors(model, ws, c):
             gamma[k] = 0.0
             e[k] = 0.0
             dy[k] = 0.0
-        matvec6_add(Ic, s, b)                           # b = I^C s
-        matvec6_add(dIc, s, gamma)                      # gamma = I^C' s
+        matvec6(Ic, s, b)                               # b = I^C s
+        matvec6(dIc, s, gamma)                          # gamma = I^C' s
         force_cross_add(s, h, 1.0, e)                   # e = s x^* h
         for k in range(6):
             db_y[k] = gamma[k] + e[k]                   # b' + y = gamma + I^C s'
-        matvec6_add(Ic, ds, db_y)                       #          + e + I^C s'
-        matvec6_add(Ic, ds, db_y)
+        matvec6(Ic, ds, db_y)                           #          + e + I^C s'
+        matvec6(Ic, ds, db_y)
         force_cross_add(s, F, 1.0, dy)                  # y' = s x^* F + s' x^* h
         force_cross_add(ds, h, 1.0, dy)                 #      + I^C' s' + I^C s''
-        matvec6_add(dIc, ds, dy)
-        matvec6_add(Ic, dds, dy)
+        matvec6(dIc, ds, dy)
+        matvec6(Ic, dds, dy)
         for k in range(6):
             row[0, k, i] = gamma[k] - e[k]
             row[1, k, i] = b[k]
