@@ -143,3 +143,37 @@ def paper_solutions(chain3):
 def panda_solution(panda):
     """The paper's 7-DoF case: case (b)'s terms with the torque weight / 100."""
     return solve(MotionProblem(panda, CASES["b"], **PAPER), PANDA_WEIGHTS)
+
+
+@pytest.fixture
+def kernel_allocations():
+    """A function ``(kernel, args) -> (allocations of kernel(*args), of a no-op)``: Numba's
+    NRT allocation counters over one call of the (already compiled) kernel and over a no-op
+    jit function taking the same arguments (the meminfos of the unboxed arrays), equal when
+    the kernel itself allocates nothing. Skips where Numba keeps no allocation statistics."""
+    nrt = pytest.importorskip("numba.core.runtime._nrt_python")
+    from numba.core.runtime import rtsys
+    if not hasattr(nrt, "memsys_enable_stats"):
+        pytest.skip("this Numba has no NRT allocation statistics")
+
+    @numba.njit
+    def no_op(*args):
+        pass
+
+    def allocations(call, args):
+        before = rtsys.get_allocation_stats().alloc
+        call(*args)
+        return rtsys.get_allocation_stats().alloc - before
+
+    def count(kernel, args):
+        kernel(*args)                       # compiled outside the count
+        no_op(*args)
+        return allocations(kernel, args), allocations(no_op, args)
+
+    was_enabled = nrt.memsys_stats_enabled()
+    nrt.memsys_enable_stats()
+    try:
+        yield count
+    finally:
+        if not was_enabled:
+            nrt.memsys_disable_stats()

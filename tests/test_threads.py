@@ -105,48 +105,25 @@ def test_second_call_reuses_the_cached_workspace(panda, function):
     assert api.workspace(kernel, KINDS[function], key[2], allocate) is first
 
 
-def test_kernels_allocate_nothing(panda):
-    """Numba's NRT allocation counters over a kernel call equal those of a no-op jit
-    function taking the same arguments (the meminfos of the unboxed arrays): the kernels
-    themselves allocate nothing, whatever the number of samples or chunks."""
-    nrt = pytest.importorskip("numba.core.runtime._nrt_python")
-    from numba.core.runtime import rtsys
-    if not hasattr(nrt, "memsys_enable_stats"):
-        pytest.skip("this Numba has no NRT allocation statistics")
-
-    @numba.njit
-    def no_op(*args):
-        pass
-
-    def allocations(call):
-        before = rtsys.get_allocation_stats().alloc
-        call()
-        return rtsys.get_allocation_stats().alloc - before
-
+def test_kernels_allocate_nothing(panda, kernel_allocations):
+    """The kernels allocate nothing (NRT counters equal to a no-op's,
+    ``conftest.kernel_allocations``), whatever the number of samples or chunks."""
     kernel = api.kernel_model_of(api.check_model(panda))
-    was_enabled = nrt.memsys_stats_enabled()
-    nrt.memsys_enable_stats()
-    try:
-        for n_samples, n_chunks in ((1, 1), (SAMPLES, 1), (SAMPLES, 2)):
-            q = random_stack(panda, 3, n_samples=n_samples, seed=23)
-            q0 = np.ascontiguousarray(q[:, 0])
-            tau, M = np.empty((n_samples, panda.nv)), np.empty((n_samples, panda.nv, panda.nv))
-            J = np.empty((n_samples, panda.nv, 3, panda.nv))
-            R, p = np.empty((n_samples, panda.nv, 3, 3)), np.empty((n_samples, panda.nv, 3))
-            for kernel_call, ws, arrays in (
-                    (rnea.rnea_kernel, rnea.rnea_workspace(kernel, n_chunks), (q, tau)),
-                    (rnea.crba_kernel, rnea.crba_workspace(kernel, n_chunks), (q0, M)),
-                    (torque_derivatives_kernel,
-                     torque_derivatives_workspace(kernel, n_chunks), (q, J)),
-                    (link_poses_kernel, link_poses_workspace(kernel, n_chunks), (q0, R, p))):
-                args = (kernel, ws, 0, 0, n_samples // n_chunks) + arrays   # chunk 0
-                kernel_call(*args)                  # compiled outside the count
-                no_op(*args)
-                assert allocations(lambda: kernel_call(*args)) == \
-                    allocations(lambda: no_op(*args)), kernel_call.__name__
-    finally:
-        if not was_enabled:
-            nrt.memsys_disable_stats()
+    for n_samples, n_chunks in ((1, 1), (SAMPLES, 1), (SAMPLES, 2)):
+        q = random_stack(panda, 3, n_samples=n_samples, seed=23)
+        q0 = np.ascontiguousarray(q[:, 0])
+        tau, M = np.empty((n_samples, panda.nv)), np.empty((n_samples, panda.nv, panda.nv))
+        J = np.empty((n_samples, panda.nv, 3, panda.nv))
+        R, p = np.empty((n_samples, panda.nv, 3, 3)), np.empty((n_samples, panda.nv, 3))
+        for kernel_call, ws, arrays in (
+                (rnea.rnea_kernel, rnea.rnea_workspace(kernel, n_chunks), (q, tau)),
+                (rnea.crba_kernel, rnea.crba_workspace(kernel, n_chunks), (q0, M)),
+                (torque_derivatives_kernel,
+                 torque_derivatives_workspace(kernel, n_chunks), (q, J)),
+                (link_poses_kernel, link_poses_workspace(kernel, n_chunks), (q0, R, p))):
+            args = (kernel, ws, 0, 0, n_samples // n_chunks) + arrays   # chunk 0
+            kernel_count, no_op_count = kernel_allocations(kernel_call, args)
+            assert kernel_count == no_op_count, kernel_call.__name__
 
 
 def test_chunk_count_keeps_little_work_on_one_thread():
