@@ -550,7 +550,7 @@ def motion(model, q_stack, order=0, *, dynamics=True, world=True):
     dyn = [np.empty(link_shape) if dynamics else empty for _ in range(2)]
     tau = np.empty((n_samples, k + 1, nv)) if dynamics else np.empty((0, k + 1, 0))
     run_on_threads(model, motion_kernel, "motion", (k, dynamics),
-                   lambda kernel, n_chunks: motion_workspace(kernel, k, dynamics, n_chunks),
+                   lambda kmodel, slots: motion_workspace(kmodel, k, dynamics, slots),
                    n_samples, taylor_from_raw(stack), True, world, dynamics,
                    (kin[0], kin[1], world_out[0], kin[2], world_out[1], dyn[0], dyn[1], tau))
 
@@ -586,7 +586,7 @@ def inverse_dynamics(model, q_stack, order=0):
         tau = np.empty((n_samples, k + 1, nv))
         none = np.empty((0, 0, 0, 6))
         run_on_threads(model, motion_kernel, "motion", (k, True),
-                       lambda kernel, n_chunks: motion_workspace(kernel, k, True, n_chunks),
+                       lambda kmodel, slots: motion_workspace(kmodel, k, True, slots),
                        n_samples, taylor_from_raw(stack), False, False, True,
                        (none, none, none, none, none, none, none, tau))
         tau = raw_result("tau", tau)
@@ -634,7 +634,7 @@ def link_transform_derivatives(model, q_stack, order=0):
             _SAMPLES_SPLIT)
     X_L = np.empty((stack.shape[0], stack.shape[2], k + 1, 6, 6))
     run_on_threads(model, link_cmtm_kernel, "link_cmtm", (k,),
-                   lambda kernel, n_chunks: link_cmtm_workspace(kernel, k + 1, n_chunks),
+                   lambda kmodel, slots: link_cmtm_workspace(kmodel, k + 1, slots),
                    stack.shape[0], taylor_from_raw(stack), X_L)
     A = raw_result("A_L", X_L.transpose(0, 2, 1, 3, 4))
     return A[0] if single else A
@@ -731,14 +731,14 @@ def _torque_derivatives(model, stack):
 
 def _velocity_jacobian(model, stack, k):
     """d nu / d q_stack of a validated stack: (n_samples, k+1, 6 nv, k+2, nv); the kernel
-    flags non-finite entries itself (the output can be megabytes per sample)."""
+    flags non-finite entries itself, per sample (the output can be megabytes per sample)."""
     n_samples, nv = stack.shape[0], stack.shape[2]
     J = np.zeros((n_samples, k + 1, 6 * nv, k + 2, nv))
-    work = run_on_threads(model, velocity_jacobian_kernel, "velocity_jacobian", (k,),
-                          lambda kernel, n_chunks: velocity_jacobian_workspace(kernel, k,
-                                                                               n_chunks),
-                          n_samples, taylor_from_raw(stack[:, :k + 2]), J)
-    if work.nonfinite.any():
+    finite = np.empty(n_samples, dtype=np.bool_)
+    run_on_threads(model, velocity_jacobian_kernel, "velocity_jacobian", (k,),
+                   lambda kmodel, slots: velocity_jacobian_workspace(kmodel, k, slots),
+                   n_samples, taylor_from_raw(stack[:, :k + 2]), J, finite)
+    if not finite.all():
         raise overflow_error("link_velocity")
     return J
 
@@ -753,7 +753,7 @@ def _comprehensive_jacobians(model, stack, k, indices):
         np.zeros((n_samples, k + 1, _rows_of(q, nv), k + 1 + INPUT_OFFSET[q], nv))
         if wanted[q] else empty for q in range(len(QUANTITIES)))
     run_on_threads(model, jacobian_kernel, "jacobian", (jacobian_sizes(nv, k, wanted),),
-                   lambda kernel, n_chunks: jacobian_workspace(kernel, k, wanted, n_chunks),
+                   lambda kmodel, slots: jacobian_workspace(kmodel, k, wanted, slots),
                    n_samples, taylor_from_raw(stack), wanted, outputs)
     return {QUANTITIES[q]: check_finite(QUANTITIES[q], outputs[q]) for q in indices}
 

@@ -16,8 +16,8 @@ the compiler vectorizes, and the columns are written to the output in runs of co
 joints (contiguous row segments; one run per link on a serial chain). Only the blocks of
 supporting joints are written (the output is zero-initialised).
 
-The kernel also reports any non-finite entry it writes (``nonfinite[chunk]``), so that
-the caller need not scan an output that can be megabytes per sample.
+The kernel also reports, per sample, whether every entry it wrote is finite (``finite``),
+so that the caller need not scan an output that can be megabytes per sample.
 
 =================  ==============  =====================  ================================
 paper              code            shape (one chunk)      meaning
@@ -59,7 +59,6 @@ class VelocityJacobianWorkspace(NamedTuple):
     G: np.ndarray
     V0: np.ndarray
     crosses: np.ndarray     # (k+1, 6, 6) the [nu_m x] of one link
-    nonfinite: np.ndarray   # (n_chunks,) bool, set if a written entry is not finite
 
 
 def velocity_jacobian_workspace(model, order, n_chunks):
@@ -81,8 +80,7 @@ def velocity_jacobian_workspace(model, order, n_chunks):
         run_start=run_start, runs=runs,
         coef=raw_block_coefficients(k1, L, 2), Xup=work(n, L, 6, 6), XJinv=work(L, 6, 6),
         sin_q=work(L), cos_q=work(L), skew_axis=work(3, 3), nu=work(n, k1, 6),
-        G=work(L, 6, path.shape[0]), V0=work(k1, 6, path.shape[0]), crosses=work(k1, 6, 6),
-        nonfinite=np.zeros(n_chunks, dtype=np.bool_))
+        G=work(L, 6, path.shape[0]), V0=work(k1, 6, path.shape[0]), crosses=work(k1, 6, 6))
 
 
 def path_runs(path, path_start):
@@ -186,15 +184,16 @@ def write_path_blocks(V0, G, coef, runs, row0, out):
 
 
 @jit
-def velocity_jacobian_kernel(model, ws, chunk, first, last, qhat, out):
+def velocity_jacobian_kernel(model, ws, chunk, first, last, qhat, out, finite):
     """out[s, l, 6 i + c, r, j] = d nu_i,c^(l) / d q_j^(r) (raw) at the samples first..last-1
     of the Taylor-scaled stacks qhat (n_samples, >= k+2, n), with work slot ``chunk``;
-    ``out`` (n_samples, k+1, 6 n, k+2, n) zero-initialised. The arguments are
-    ``borrowed`` (``cmtm.kernel_model.borrowed``)."""
-    model, ws, qhat, out = borrowed((model, ws, qhat, out))
+    ``out`` (n_samples, k+1, 6 n, k+2, n) zero-initialised; finite[s] (bool) whether every
+    entry of sample s is finite. The arguments are ``borrowed``
+    (``cmtm.kernel_model.borrowed``)."""
+    model, ws, qhat, out, finite = borrowed((model, ws, qhat, out, finite))
     Xup, nu, G, V0 = ws.Xup[chunk], ws.nu[chunk], ws.G[chunk], ws.V0[chunk]
-    finite = True
     for smp in range(first, last):
+        finite[smp] = True
         q = qhat[smp]
         relative_cmtm_inverse(model, ws.A0inv, q, ws.XJinv[chunk], ws.sin_q[chunk],
                               ws.cos_q[chunk], ws.skew_axis[chunk], Xup)
@@ -204,7 +203,6 @@ def velocity_jacobian_kernel(model, ws, chunk, first, last, qhat, out):
             start = ws.path_start[i]
             path_velocity_columns(nu[i], G, start, ws.path_start[i + 1] - start,
                                   ws.crosses[chunk], V0)
-            finite = write_path_blocks(V0, G, ws.coef,
-                                       ws.runs[ws.run_start[i]:ws.run_start[i + 1]], 6 * i,
-                                       out[smp]) and finite
-    ws.nonfinite[chunk] = not finite
+            finite[smp] = write_path_blocks(V0, G, ws.coef,
+                                            ws.runs[ws.run_start[i]:ws.run_start[i + 1]],
+                                            6 * i, out[smp]) and finite[smp]

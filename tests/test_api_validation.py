@@ -301,6 +301,22 @@ def test_link_velocity_jacobian_overflow_is_a_value_error():
         cmtm.jacobian(model, np.full((22, 3), 1e15), "link_velocity", order=20)
 
 
+def test_link_velocity_overflow_flag_belongs_to_its_call(monkeypatch):
+    """An overflow in one call (its last sample on a thread of its own) does not make a
+    later finite call with the same shapes, run in one chunk, raise: the kernel's finite
+    flags are per sample of the call, not left in the cached workspace."""
+    model = kt.compile_tree(kt.serial_chain(3))
+    q = np.zeros((3, 22, 3))
+    q[:, :2] = 0.1
+    overflowing = q.copy()
+    overflowing[2] = 1e15
+    monkeypatch.setattr(cmtm.api, "MIN_CHUNK_SECONDS", 1e-12)  # split every call
+    with pytest.raises(ValueError, match="link_velocity: expected a finite result"):
+        cmtm.jacobian(model, overflowing, "link_velocity", order=20)
+    monkeypatch.setattr(cmtm.api, "MIN_CHUNK_SECONDS", 1.0)    # one chunk
+    assert np.isfinite(cmtm.jacobian(model, q, "link_velocity", order=20)).all()
+
+
 @pytest.mark.parametrize("flag", ["dynamics", "world"])
 @pytest.mark.parametrize("value", ["yes", 1, None])
 def test_motion_flags_must_be_booleans(chain3, flag, value):

@@ -1,7 +1,7 @@
 """The comprehensive kernels split across threads (cmtm.structured_jacobians.jacobian_kernel,
 cmtm.velocity_jacobian.velocity_jacobian_kernel, cmtm.comprehensive.motion_kernel and
-link_cmtm_kernel, run by cmtm.api.run_chunks): the same bits for any thread count or chunking, one cached workspace
-per call shape, nothing allocated inside a kernel.
+link_cmtm_kernel, run by cmtm.api.run_chunks): the same bits for any thread count or
+chunking, one cached workspace per call shape, nothing allocated inside a kernel.
 
 Reference: the engine itself on one thread (``numba.set_num_threads(1)``, one chunk of
 samples) against all of ``numba.config.NUMBA_NUM_THREADS`` (one chunk per thread), and
@@ -103,9 +103,10 @@ def comprehensive_wanted():
     return wanted
 
 
-def velocity_output(model, n_samples):
-    """Zeroed output of velocity_jacobian_kernel."""
-    return np.zeros((n_samples, ORDER + 1, 6 * model.nv, ORDER + 2, model.nv))
+def velocity_outputs(model, n_samples):
+    """Zeroed Jacobian and per-sample finite flags of velocity_jacobian_kernel."""
+    return (np.zeros((n_samples, ORDER + 1, 6 * model.nv, ORDER + 2, model.nv)),
+            np.zeros(n_samples, dtype=np.bool_))
 
 
 def motion_outputs(model, n_samples):
@@ -124,10 +125,11 @@ def jacobian_kernel_outputs(model, qhat, wanted, n_chunks):
 
 def velocity_kernel_output(model, qhat, n_chunks):
     """The raw output of velocity_jacobian_kernel run in n_chunks chunks."""
-    kernel, out = api.kernel_model_of(model), velocity_output(model, qhat.shape[0])
+    kernel, (out, finite) = api.kernel_model_of(model), velocity_outputs(model, qhat.shape[0])
     api.run_chunks(velocity_jacobian_kernel, kernel,
                    velocity_jacobian_workspace(kernel, ORDER, n_chunks), n_chunks,
-                   qhat.shape[0], qhat, out)
+                   qhat.shape[0], qhat, out, finite)
+    assert finite.all()
     return out
 
 
@@ -191,52 +193,29 @@ def test_second_call_reuses_the_cached_workspaces(small_tree):
         assert api._WORKSPACES.cache[key][1] is first, key[1]
 
 
-def test_kernels_allocate_nothing(small_tree):
-    """Numba's NRT allocation counters over a kernel call equal those of a no-op jit
-    function taking the same arguments: the kernels allocate nothing, whatever the number
-    of samples or chunks."""
-    nrt = pytest.importorskip("numba.core.runtime._nrt_python")
-    from numba.core.runtime import rtsys
-    if not hasattr(nrt, "memsys_enable_stats"):
-        pytest.skip("this Numba has no NRT allocation statistics")
-
-    @numba.njit
-    def no_op(*args):
-        pass
-
-    def allocations(call):
-        before = rtsys.get_allocation_stats().alloc
-        call()
-        return rtsys.get_allocation_stats().alloc - before
-
+def test_kernels_allocate_nothing(small_tree, kernel_allocations):
+    """The kernels allocate nothing (NRT counters equal to a no-op's,
+    ``conftest.kernel_allocations``), whatever the number of samples or chunks."""
     kernel = api.kernel_model_of(small_tree)
     wanted = comprehensive_wanted()
-    was_enabled = nrt.memsys_stats_enabled()
-    nrt.memsys_enable_stats()
-    try:
-        for n_samples, n_chunks in ((1, 1), (SAMPLES, 1), (SAMPLES, 3)):
-            qhat = taylor_from_raw(random_stack(small_tree, ORDER + 3, n_samples=n_samples,
-                                                seed=35))
-            J, motion = jacobian_outputs(small_tree, n_samples, wanted), \
-                motion_outputs(small_tree, n_samples)
-            last = n_samples // n_chunks       # the first of n_chunks chunks
-            for name, kernel_call, args in (
-                    ("jacobian_kernel", jacobian_kernel,
-                     (kernel, jacobian_workspace(kernel, ORDER, wanted, n_chunks), 0, 0, last,
-                      qhat, wanted, J)),
-                    ("velocity_jacobian_kernel", velocity_jacobian_kernel,
-                     (kernel, velocity_jacobian_workspace(kernel, ORDER, n_chunks), 0, 0, last,
-                      qhat, velocity_output(small_tree, n_samples))),
-                    ("link_cmtm_kernel", link_cmtm_kernel,
-                     (kernel, link_cmtm_workspace(kernel, ORDER + 1, n_chunks), 0, 0, last, qhat,
-                      link_cmtm_output(small_tree, n_samples))),
-                    ("motion_kernel", motion_kernel,
-                     (kernel, motion_workspace(kernel, ORDER, True, n_chunks), 0, 0, last, qhat,
-                      True, True, True, motion))):
-                kernel_call(*args)      # compiled outside the count
-                no_op(*args)
-                assert allocations(lambda: kernel_call(*args)) == \
-                    allocations(lambda: no_op(*args)), name
-    finally:
-        if not was_enabled:
-            nrt.memsys_disable_stats()
+    for n_samples, n_chunks in ((1, 1), (SAMPLES, 1), (SAMPLES, 3)):
+        qhat = taylor_from_raw(random_stack(small_tree, ORDER + 3, n_samples=n_samples,
+                                            seed=35))
+        J, motion = jacobian_outputs(small_tree, n_samples, wanted), \
+            motion_outputs(small_tree, n_samples)
+        last = n_samples // n_chunks       # the first of n_chunks chunks
+        for name, kernel_call, args in (
+                ("jacobian_kernel", jacobian_kernel,
+                 (kernel, jacobian_workspace(kernel, ORDER, wanted, n_chunks), 0, 0, last,
+                  qhat, wanted, J)),
+                ("velocity_jacobian_kernel", velocity_jacobian_kernel,
+                 (kernel, velocity_jacobian_workspace(kernel, ORDER, n_chunks), 0, 0, last,
+                  qhat, *velocity_outputs(small_tree, n_samples))),
+                ("link_cmtm_kernel", link_cmtm_kernel,
+                 (kernel, link_cmtm_workspace(kernel, ORDER + 1, n_chunks), 0, 0, last,
+                  qhat, link_cmtm_output(small_tree, n_samples))),
+                ("motion_kernel", motion_kernel,
+                 (kernel, motion_workspace(kernel, ORDER, True, n_chunks), 0, 0, last, qhat,
+                  True, True, True, motion))):
+            kernel_count, no_op_count = kernel_allocations(kernel_call, args)
+            assert kernel_count == no_op_count, name
