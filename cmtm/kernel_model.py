@@ -1,4 +1,5 @@
-"""The arrays-only model the kernels take, and per-thread workspaces (Model / Data split).
+"""The arrays-only model the kernels take (the Model of a Model / Data split; each kernel
+module defines its workspace, the Data).
 
 A :class:`KernelModel` holds every array a kernel reads, built once per model by
 :func:`kernel_model` from a ``kinematic_trees.CompiledTree``: the tree (parents, subtree
@@ -25,8 +26,6 @@ from typing import NamedTuple
 import numpy as np
 from numba.core import cgutils, types
 from numba.extending import intrinsic
-
-
 
 
 class KernelModel(NamedTuple):
@@ -99,8 +98,6 @@ def kernel_model(tree):
         first_moment=_frozen(mass[:, None] * np.asarray(tree.com)),
         rotational_inertia=_frozen(np.asarray(tree.spatial_inertia)[:, :3, :3]),
         spatial_inertia=tree.spatial_inertia, gravity=tree.gravity)
-
-
 
 
 # --- Borrowed arrays: views without reference counting ---

@@ -18,8 +18,9 @@ JOINT_PRISMATIC), which Numba freezes into the kernels as compile-time constants
 
 Small dense products are written as loops: Numba compiles them to straight-line code,
 far cheaper than a BLAS call on 6x6 operands. Kernels call the ``_into`` forms, which
-write into a given array: the allocating forms are for tests and references. The dense operators that no kernel builds
-([u x_6] as a new array, [u x_6^*], the motion transform A) are in cmtm.reference.
+write into a given array: the allocating forms are for tests and references. The dense
+operators that no kernel builds ([u x_6] as a new array, [u x_6^*], the motion transform
+A) are in cmtm.reference.
 """
 import numpy as np
 
