@@ -54,7 +54,8 @@ import numpy as np
 
 from cmtm._jit import jit, jit_inline
 from cmtm.kernel_model import borrowed
-from cmtm.spatial import JOINT_REVOLUTE, joint_screw_add, joint_screw_into
+from cmtm.spatial import (JOINT_REVOLUTE, force_cross_add, joint_screw_add,
+                          joint_screw_into, motion_cross_add)
 
 
 class RneaWorkspace(NamedTuple):
@@ -135,32 +136,6 @@ def joint_screw_dot(joint_type, axis, f):
     """S^T f: the component of the wrench f = [n; f_l] along the joint (a.n or a.f_l)."""
     offset = 0 if joint_type == JOINT_REVOLUTE else 3
     return axis[0] * f[offset] + axis[1] * f[offset + 1] + axis[2] * f[offset + 2]
-
-
-@jit
-def motion_cross_add(v, x, scale, out):
-    """out += scale (v x x), the spatial motion cross product
-    [w x w_x; w x u_x + u x w_x] of v = [w; u] and x = [w_x; u_x] (``crm(v) x``)."""
-    w0, w1, w2, u0, u1, u2 = v[0], v[1], v[2], v[3], v[4], v[5]
-    out[0] += scale * (w1 * x[2] - w2 * x[1])
-    out[1] += scale * (w2 * x[0] - w0 * x[2])
-    out[2] += scale * (w0 * x[1] - w1 * x[0])
-    out[3] += scale * (w1 * x[5] - w2 * x[4] + u1 * x[2] - u2 * x[1])
-    out[4] += scale * (w2 * x[3] - w0 * x[5] + u2 * x[0] - u0 * x[2])
-    out[5] += scale * (w0 * x[4] - w1 * x[3] + u0 * x[1] - u1 * x[0])
-
-
-@jit
-def force_cross_add(v, f, scale, out):
-    """out += scale (v x^* f), the spatial force cross product
-    [w x n + u x f_l; w x f_l] of v = [w; u] and f = [n; f_l] (``crf(v) f``)."""
-    w0, w1, w2, u0, u1, u2 = v[0], v[1], v[2], v[3], v[4], v[5]
-    out[0] += scale * (w1 * f[2] - w2 * f[1] + u1 * f[5] - u2 * f[4])
-    out[1] += scale * (w2 * f[0] - w0 * f[2] + u2 * f[3] - u0 * f[5])
-    out[2] += scale * (w0 * f[1] - w1 * f[0] + u0 * f[4] - u1 * f[3])
-    out[3] += scale * (w1 * f[5] - w2 * f[4])
-    out[4] += scale * (w2 * f[3] - w0 * f[5])
-    out[5] += scale * (w0 * f[4] - w1 * f[3])
 
 
 @jit

@@ -51,9 +51,8 @@ import numpy as np
 
 from cmtm._jit import jit, jit_inline
 from cmtm.kernel_model import borrowed
-from cmtm.rnea import (base_motion, composite_inertia_to_parent_add, force_cross_add,
-                       link_pose_in_parent, motion_cross_add)
-from cmtm.spatial import JOINT_REVOLUTE, matvec6
+from cmtm.rnea import base_motion, composite_inertia_to_parent_add, link_pose_in_parent
+from cmtm.spatial import JOINT_REVOLUTE, force_cross_add, matvec6, motion_cross_add
 
 
 class TorqueDerivativesWorkspace(NamedTuple):

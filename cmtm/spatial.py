@@ -7,6 +7,8 @@ paper     code                                shape
 ========  ==================================  ======  ==================================
 [a x_3]   ``skew(a)``, ``skew_into(a, out)``  (3, 3)
 [u x_6]   ``motion_cross_into(u, out)``       (6, 6)  [[w x, 0], [v x, w x]], u = [w; v]
+u x x     ``motion_cross_add(u, x, s, out)``  (6,)    out += s [u x_6] x
+u x^* f   ``force_cross_add(u, f, s, out)``   (6,)    out += s [u x_6^*] f
 A^{-1}    ``motion_transform_inverse(R, p)``  (6, 6)  [[R^T, 0], [-R^T [p x], R^T]]
           ``placement_inverse_into``
 S         ``joint_screw(joint_type, axis)``   (6,)    [a; 0] revolute, [0; a] prismatic
@@ -204,3 +206,29 @@ def motion_cross_into(u, out):
     out[4, 2] = -v0
     out[5, 0] = -v1
     out[5, 1] = v0
+
+
+@jit
+def motion_cross_add(v, x, scale, out):
+    """out += scale (v x x), the spatial motion cross product
+    [w x w_x; w x u_x + u x w_x] of v = [w; u] and x = [w_x; u_x] (``crm(v) x``)."""
+    w0, w1, w2, u0, u1, u2 = v[0], v[1], v[2], v[3], v[4], v[5]
+    out[0] += scale * (w1 * x[2] - w2 * x[1])
+    out[1] += scale * (w2 * x[0] - w0 * x[2])
+    out[2] += scale * (w0 * x[1] - w1 * x[0])
+    out[3] += scale * (u1 * x[2] - u2 * x[1] + w1 * x[5] - w2 * x[4])
+    out[4] += scale * (u2 * x[0] - u0 * x[2] + w2 * x[3] - w0 * x[5])
+    out[5] += scale * (u0 * x[1] - u1 * x[0] + w0 * x[4] - w1 * x[3])
+
+
+@jit
+def force_cross_add(v, f, scale, out):
+    """out += scale (v x^* f), the spatial force cross product
+    [w x n + u x f_l; w x f_l] of v = [w; u] and f = [n; f_l] (``crf(v) f``)."""
+    w0, w1, w2, u0, u1, u2 = v[0], v[1], v[2], v[3], v[4], v[5]
+    out[0] += scale * (w1 * f[2] - w2 * f[1] + u1 * f[5] - u2 * f[4])
+    out[1] += scale * (w2 * f[0] - w0 * f[2] + u2 * f[3] - u0 * f[5])
+    out[2] += scale * (w0 * f[1] - w1 * f[0] + u0 * f[4] - u1 * f[3])
+    out[3] += scale * (w1 * f[5] - w2 * f[4])
+    out[4] += scale * (w2 * f[3] - w0 * f[5])
+    out[5] += scale * (w0 * f[4] - w1 * f[3])

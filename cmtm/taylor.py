@@ -15,7 +15,8 @@ import math
 import numpy as np
 
 from cmtm._jit import jit
-from cmtm.spatial import matTvec6, matvec6, motion_block_mul_add
+from cmtm.spatial import (force_cross_add, matTvec6, matvec6, motion_block_mul_add,
+                          motion_cross_add)
 
 
 def factorials(n):
@@ -150,32 +151,16 @@ def motion_cross_conv(a, b, out):
     """out[l] += sum_{m<=l} [a_m x_6] b_{l-m}: T([a x]) b, the Taylor form of a x b (§1.3)."""
     for l in range(out.shape[0]):
         for m in range(l + 1):
-            w0, w1, w2, v0, v1, v2 = a[m, 0], a[m, 1], a[m, 2], a[m, 3], a[m, 4], a[m, 5]
-            x0, x1, x2, y0, y1, y2 = (b[l - m, 0], b[l - m, 1], b[l - m, 2],
-                                      b[l - m, 3], b[l - m, 4], b[l - m, 5])
-            out[l, 0] += w1 * x2 - w2 * x1
-            out[l, 1] += w2 * x0 - w0 * x2
-            out[l, 2] += w0 * x1 - w1 * x0
-            out[l, 3] += v1 * x2 - v2 * x1 + w1 * y2 - w2 * y1
-            out[l, 4] += v2 * x0 - v0 * x2 + w2 * y0 - w0 * y2
-            out[l, 5] += v0 * x1 - v1 * x0 + w0 * y1 - w1 * y0
+            motion_cross_add(a[m], b[l - m], 1.0, out[l])
 
 
 @jit
 def force_cross_conv(a, h, out, scale=1.0):
-    """out[l] += scale * sum_{m<=l} [a_m x_6^*] h_{l-m}: T([a x^*]) h, with
-    [a x^*] h = [w x n + v x f; w x f] for a = [w; v], h = [n; f] (§1.1)."""
+    """out[l] += scale * sum_{m<=l} [a_m x_6^*] h_{l-m}: T([a x^*]) h, the Taylor form of
+    a x^* h (§1.1, §1.3)."""
     for l in range(out.shape[0]):
         for m in range(l + 1):
-            w0, w1, w2, v0, v1, v2 = a[m, 0], a[m, 1], a[m, 2], a[m, 3], a[m, 4], a[m, 5]
-            n0, n1, n2, f0, f1, f2 = (h[l - m, 0], h[l - m, 1], h[l - m, 2],
-                                      h[l - m, 3], h[l - m, 4], h[l - m, 5])
-            out[l, 0] += scale * (w1 * n2 - w2 * n1 + v1 * f2 - v2 * f1)
-            out[l, 1] += scale * (w2 * n0 - w0 * n2 + v2 * f0 - v0 * f2)
-            out[l, 2] += scale * (w0 * n1 - w1 * n0 + v0 * f1 - v1 * f0)
-            out[l, 3] += scale * (w1 * f2 - w2 * f1)
-            out[l, 4] += scale * (w2 * f0 - w0 * f2)
-            out[l, 5] += scale * (w0 * f1 - w1 * f0)
+            force_cross_add(a[m], h[l - m], scale, out[l])
 
 
 def raw_block_coefficients(k1, K_in, n_s):
