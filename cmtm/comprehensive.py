@@ -17,19 +17,17 @@ import numpy as np
 from cmtm._jit import jit, jit_inline
 from cmtm.dynamics import force_from_momentum, joint_torque, momentum_stacks, world_momentum
 from cmtm.kernel_model import borrowed
-from cmtm.kinematics import (joint_constants, link_cmtm_inverse_pass, link_cmtm_pass,
+from cmtm.kinematics import (base_velocity_stacks, link_cmtm_inverse_pass, link_cmtm_pass,
                              relative_cmtm_inverse, velocity_pass)
 from cmtm.rnea import link_pose_in_parent
 
 
 class MotionWorkspace(NamedTuple):
     """Arrays of :func:`motion_kernel` for n links and order k (K = k+2 CMTM orders with
-    dynamics, else k+1). S ... root are shared by every chunk and filled once by
+    dynamics, else k+1). root is shared by every chunk and filled once by
     :func:`motion_workspace`; the others have a leading chunk axis, slot c for chunk c of
     the samples (shapes below per slot)."""
 
-    S: np.ndarray           # (n, 6) joint screws
-    A0inv: np.ndarray       # (n, 6, 6) inverse joint placements
     root: np.ndarray        # (2, k+2, 6) base velocity stacks: at rest, gravity trick (§3.3)
     Xup: np.ndarray         # (n, K, 6, 6) relative CMTMs
     XJinv: np.ndarray       # (K, 6, 6) joint CMTM inverse of one joint
@@ -49,10 +47,10 @@ def motion_workspace(model, order, dynamics, n_chunks):
 
     def slots(*shape):
         return np.zeros((n_chunks,) + shape)
-    S, A0inv, root = joint_constants(model, k1 + 1)
+    root = base_velocity_stacks(model, k1 + 1)
     K = k1 + 1 if dynamics else k1
     return MotionWorkspace(
-        S=S, A0inv=A0inv, root=root, Xup=slots(n, K, 6, 6), XJinv=slots(K, 6, 6),
+        root=root, Xup=slots(n, K, 6, 6), XJinv=slots(K, 6, 6),
         sin_q=slots(K), cos_q=slots(K), skew_axis=slots(3, 3), kin=slots(5, n, k1, 6),
         Xinv_L=slots(n, k1, 6, 6), dyn=slots(3, n, k1 + 1, 6), dyn_f=slots(2, n, k1, 6))
 
@@ -106,10 +104,10 @@ def motion_kernel(model, ws, chunk, first, last, qhat, kinematics, world, dynami
     """
     model, ws, qhat, outputs = borrowed((model, ws, qhat, outputs))
     v_L, h_L, w_h_L, h_J, w_h_J, f_L, f_J, tau = outputs
-    parent, S, I, links = model.parent, ws.S, model.spatial_inertia, f_L.shape[0] > 0
+    parent, S, I, links = model.parent, model.screw, model.spatial_inertia, f_L.shape[0] > 0
     Xup, kin, dyn, dyn_f = ws.Xup[chunk], ws.kin[chunk], ws.dyn[chunk], ws.dyn_f[chunk]
     for s in range(first, last):
-        relative_cmtm_inverse(model, ws.A0inv, qhat[s], ws.XJinv[chunk], ws.sin_q[chunk],
+        relative_cmtm_inverse(model, qhat[s], ws.XJinv[chunk], ws.sin_q[chunk],
                               ws.cos_q[chunk], ws.skew_axis[chunk], Xup)
         if kinematics:
             kinematic_outputs(parent, S, I, Xup, qhat[s], ws.root[0], world, kin[0], kin[1],
@@ -170,10 +168,8 @@ def link_poses_kernel(model, ws, chunk, first, last, q, R_out, p_out):
 
 class LinkCMTMWorkspace(NamedTuple):
     """Arrays of :func:`link_cmtm_kernel` for n links and K CMTM orders (Kv = max(K-1, 1)):
-    S ... root shared by every chunk, the others with a leading chunk axis."""
+    root shared by every chunk, the others with a leading chunk axis."""
 
-    S: np.ndarray           # (n, 6) joint screws
-    A0inv: np.ndarray       # (n, 6, 6) inverse joint placements
     root: np.ndarray        # (Kv, 6) base velocity stack at rest (zeros)
     Xup: np.ndarray         # (n, K, 6, 6) relative CMTMs
     Xinv_L: np.ndarray      # (n, K, 6, 6) link CMTM inverses
@@ -190,12 +186,12 @@ def link_cmtm_workspace(model, n_orders, n_chunks):
     """A :class:`LinkCMTMWorkspace` for a KernelModel, K = n_orders and n_chunks chunks."""
     n, K = model.parent.shape[0], n_orders
     Kv = max(K - 1, 1)
-    S, A0inv, root = joint_constants(model, Kv)
+    root = base_velocity_stacks(model, Kv)
 
     def slots(*shape):
         return np.zeros((n_chunks,) + shape)
     return LinkCMTMWorkspace(
-        S=S, A0inv=A0inv, root=root[0], Xup=slots(n, K, 6, 6), Xinv_L=slots(n, K, 6, 6),
+        root=root[0], Xup=slots(n, K, 6, 6), Xinv_L=slots(n, K, 6, 6),
         XJinv=slots(K, 6, 6), crosses=slots(K, 6, 6), pose=slots(6, 6),
         skew_axis=slots(3, 3), sin_q=slots(K), cos_q=slots(K), nu=slots(n, Kv, 6))
 
@@ -208,9 +204,9 @@ def link_cmtm_kernel(model, ws, chunk, first, last, qhat, X_L):
     model, ws, qhat, X_L = borrowed((model, ws, qhat, X_L))
     K, Xup, nu = X_L.shape[2], ws.Xup[chunk], ws.nu[chunk]
     for s in range(first, last):
-        relative_cmtm_inverse(model, ws.A0inv, qhat[s], ws.XJinv[chunk], ws.sin_q[chunk],
+        relative_cmtm_inverse(model, qhat[s], ws.XJinv[chunk], ws.sin_q[chunk],
                               ws.cos_q[chunk], ws.skew_axis[chunk], Xup)
         if K > 1:
-            velocity_pass(model.parent, ws.S, Xup, qhat[s], ws.root, nu)
+            velocity_pass(model.parent, model.screw, Xup, qhat[s], ws.root, nu)
         link_cmtm_pass(model.parent, Xup, nu, ws.Xinv_L[chunk], X_L[s], ws.pose[chunk],
                        ws.crosses[chunk])

@@ -27,6 +27,8 @@ import numpy as np
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
+from cmtm.kinematics import joint_geometry
+
 
 class KernelModel(NamedTuple):
     """Read-only arrays of a compiled tree for the kernels (n links, nv = n).
@@ -47,6 +49,8 @@ class KernelModel(NamedTuple):
     rotational_inertia   (n, 3, 3)       about the link origin, link axes
     spatial_inertia      (n, 6, 6)       about the link origin, angular-first
     gravity              (3,)            in the base frame, m/s^2
+    screw                (n, 6)          joint screw S_i in the link frame
+    placement_inverse    (n, 6, 6)       A_0,i^{-1}, inverse joint placement (motion)
     ===================  ==============  ==============================================
     """
 
@@ -63,6 +67,8 @@ class KernelModel(NamedTuple):
     rotational_inertia: np.ndarray
     spatial_inertia: np.ndarray
     gravity: np.ndarray
+    screw: np.ndarray
+    placement_inverse: np.ndarray
 
 
 def support_arrays(parent):
@@ -87,17 +93,23 @@ def _frozen(array, dtype=np.float64):
 
 
 def kernel_model(tree):
-    """The :class:`KernelModel` of a checked ``CompiledTree`` (``cmtm.api.check_model``)."""
+    """The :class:`KernelModel` of a checked ``CompiledTree`` (``cmtm.api.check_model``);
+    the joint screws and inverse placements filled by ``cmtm.kinematics.joint_geometry``."""
     start, support = support_arrays(tree.parent)
-    mass = np.asarray(tree.mass)
-    return KernelModel(
+    mass, n = np.asarray(tree.mass), len(tree.parent)
+    model = KernelModel(
         parent=tree.parent, subtree_end=tree.subtree_end,
         support_start=_frozen(start, np.int64), support=_frozen(support, np.int64),
         joint_type=tree.joint_type, axis=tree.axis, placement_R=tree.placement_R,
         placement_p=tree.placement_p, mass=tree.mass,
         first_moment=_frozen(mass[:, None] * np.asarray(tree.com)),
         rotational_inertia=_frozen(np.asarray(tree.spatial_inertia)[:, :3, :3]),
-        spatial_inertia=tree.spatial_inertia, gravity=tree.gravity)
+        spatial_inertia=tree.spatial_inertia, gravity=tree.gravity,
+        screw=np.empty((n, 6)), placement_inverse=np.empty((n, 6, 6)))
+    joint_geometry(model, model.screw, model.placement_inverse)
+    model.screw.flags.writeable = False
+    model.placement_inverse.flags.writeable = False
+    return model
 
 
 # --- Borrowed arrays: views without reference counting ---

@@ -30,8 +30,8 @@ from cmtm.taylor import conv_block_vec, conv_motion_blocks, copy_blocks, zero_bl
 
 @jit
 def joint_geometry(model, S, A0inv):
-    """Constant per-joint data of a KernelModel: screws S (n, 6) and inverse placements
-    A_0^{-1} (n, 6, 6), outputs."""
+    """Constant per-joint data of a KernelModel (its ``screw`` and ``placement_inverse``):
+    screws S (n, 6) and inverse placements A_0^{-1} (n, 6, 6), outputs."""
     for i in range(model.parent.shape[0]):
         joint_screw_into(model.joint_type[i], model.axis[i], 1.0, S[i])
         placement_inverse_into(model.placement_R[i], model.placement_p[i], A0inv[i])
@@ -89,10 +89,10 @@ def joint_cmtm_inverse(joint_type, axis, qhat_i, XJinv, sin_q, cos_q, a):
 
 
 @jit_inline
-def relative_cmtm_inverse(model, A0inv, qhat, XJinv, sin_q, cos_q, a, Xup):
+def relative_cmtm_inverse(model, qhat, XJinv, sin_q, cos_q, a, Xup):
     """Blocks of (^p X_i)^{-1} = X_J^{-1} A_0^{-1} for every link (§3.1, §2.2).
 
-    model: KernelModel; A0inv: (n, 6, 6) from ``joint_geometry``; qhat: (>=K, n)
+    model: KernelModel (A_0^{-1}: ``model.placement_inverse``); qhat: (>=K, n)
     Taylor-scaled joint stack; Xup: (n, K, 6, 6) output; XJinv (>=K, 6, 6), sin_q, cos_q
     (>=K,) and a (3, 3): work arrays of ``joint_cmtm_inverse``.
     """
@@ -101,7 +101,7 @@ def relative_cmtm_inverse(model, A0inv, qhat, XJinv, sin_q, cos_q, a, Xup):
         joint_cmtm_inverse(model.joint_type[i], model.axis[i], qhat[:, i], XJinv[:K], sin_q,
                            cos_q, a)
         for l in range(K):
-            motion_block_mul(XJinv[l], A0inv[i], Xup[i, l])
+            motion_block_mul(XJinv[l], model.placement_inverse[i], Xup[i, l])
 
 
 @jit_inline
@@ -160,13 +160,9 @@ def root_velocity_stack(gravity, n_orders):
     return root
 
 
-def joint_constants(model, n_orders):
-    """(S, A0inv, root) of a KernelModel, the constants the chunks of a batched kernel
-    share: screws (n, 6), inverse placements (n, 6, 6) (``joint_geometry``) and the base
-    velocity stacks (2, n_orders, 6), at rest and with the gravity trick (§3.3)."""
-    n = model.parent.shape[0]
-    S, A0inv = np.empty((n, 6)), np.empty((n, 6, 6))
-    joint_geometry(model, S, A0inv)
+def base_velocity_stacks(model, n_orders):
+    """(2, n_orders, 6) base velocity stacks of a KernelModel shared by the chunks of a
+    batched kernel: at rest (zeros) and with the gravity trick (§3.3)."""
     root = np.zeros((2, n_orders, 6))
     root[1] = root_velocity_stack(model.gravity, n_orders)
-    return S, A0inv, root
+    return root

@@ -49,7 +49,7 @@ import numpy as np
 from cmtm._jit import jit, jit_inline
 from cmtm.dynamics import momentum_stacks
 from cmtm.kernel_model import borrowed
-from cmtm.kinematics import (joint_constants, link_cmtm_pass, relative_cmtm_inverse,
+from cmtm.kinematics import (base_velocity_stacks, link_cmtm_pass, relative_cmtm_inverse,
                              velocity_pass)
 from cmtm.spatial import matvec6
 from cmtm.taylor import (add_blocks, add_stack, conv_block_vec, conv_blockT_vec, copy_blocks,
@@ -95,12 +95,10 @@ def jacobian_sizes(n, order, wanted):
 
 
 class JacobianWorkspace(NamedTuple):
-    """Arrays of :func:`jacobian_kernel` (sizes from :func:`jacobian_sizes`). S ... root
+    """Arrays of :func:`jacobian_kernel` (sizes from :func:`jacobian_sizes`). coef and root
     are shared by every chunk and filled once by :func:`jacobian_workspace`; the others
     have a leading chunk axis, slot c for chunk c of the samples (shapes below per slot)."""
 
-    S: np.ndarray           # (n, 6) joint screws
-    A0inv: np.ndarray       # (n, 6, 6) inverse joint placements
     coef: np.ndarray        # (k+1, k+3, 3) raw_block_coefficients
     root: np.ndarray        # (2, Lv, 6) base velocity stacks: at rest, gravity trick (§3.3)
     Xup: np.ndarray         # (n, L, 6, 6) relative CMTMs
@@ -133,10 +131,10 @@ def jacobian_workspace(model, order, wanted, n_chunks):
 
     def slots(*shape):
         return np.zeros((n_chunks,) + shape)
-    S, A0inv, root = joint_constants(model, Lv)
+    root = base_velocity_stacks(model, Lv)
     pairs, world_pairs = (n_pairs, n_pairs, 2, Lv, 6), (n_world, n_world, 2, Lv, 6)
     return JacobianWorkspace(
-        S=S, A0inv=A0inv, coef=raw_block_coefficients(k1, k1 + 2, 3), root=root,
+        coef=raw_block_coefficients(k1, k1 + 2, 3), root=root,
         Xup=slots(n, L, 6, 6), XJinv=slots(L, 6, 6), sin_q=slots(L), cos_q=slots(L),
         skew_axis=slots(3, 3), Gx=slots(n_pairs, n_pairs, L, 6), G1=slots(2, k1, 6),
         state=slots(2, 3, n, Lv, 6), Xinv_L=slots(n, Lv, 6, 6), X_L=slots(n, Lv, 6, 6),
@@ -264,7 +262,7 @@ def subtree_sum_sweep(model, W, WJ):
 def tangent_rows(model, ws, chunk, wanted, outputs, smp):
     """Lemma 1 (joint tangent and joint velocity: S_i on their own joint) and Lemma 2
     (link tangent: Gx over the support) written as raw blocks for sample ``smp``."""
-    S, Gx, G1, coef = ws.S, ws.Gx[chunk], ws.G1[chunk], ws.coef
+    S, Gx, G1, coef = model.screw, ws.Gx[chunk], ws.G1[chunk], ws.coef
     for i in range(model.parent.shape[0]):
         if wanted[JOINT_TANGENT]:
             zero_blocks(G1)
@@ -377,12 +375,12 @@ def jacobian_kernel(model, ws, chunk, first, last, qhat, wanted, outputs):
     """
     model, ws, qhat, wanted, outputs = borrowed((model, ws, qhat, wanted, outputs))
     tangents, kinematic, world, forces = jacobian_flags(wanted)
-    parent, S, I, free_root, gravity_root = model.parent, ws.S, model.spatial_inertia, \
+    parent, S, I, free_root, gravity_root = model.parent, model.screw, model.spatial_inertia, \
         ws.root[0], ws.root[1]
     Xup, free, gravity = ws.Xup[chunk], ws.state[chunk, 0], ws.state[chunk, 1]
     for smp in range(first, last):
         q = qhat[smp]
-        relative_cmtm_inverse(model, ws.A0inv, q, ws.XJinv[chunk], ws.sin_q[chunk],
+        relative_cmtm_inverse(model, q, ws.XJinv[chunk], ws.sin_q[chunk],
                               ws.cos_q[chunk], ws.skew_axis[chunk], Xup)
         if tangents:
             tangent_sweep(model, S, Xup, ws.Gx[chunk])

@@ -34,17 +34,15 @@ import numpy as np
 
 from cmtm._jit import jit, jit_inline
 from cmtm.kernel_model import borrowed
-from cmtm.kinematics import joint_constants, relative_cmtm_inverse, velocity_pass
+from cmtm.kinematics import base_velocity_stacks, relative_cmtm_inverse, velocity_pass
 from cmtm.spatial import motion_cross_into
 from cmtm.taylor import raw_block_coefficients
 
 
 class VelocityJacobianWorkspace(NamedTuple):
-    """Arrays of :func:`velocity_jacobian_kernel`: S ... coef shared by every chunk, the
+    """Arrays of :func:`velocity_jacobian_kernel`: root ... coef shared by every chunk, the
     others with a leading chunk axis (shapes in the module docstring)."""
 
-    S: np.ndarray           # (n, 6) joint screws
-    A0inv: np.ndarray       # (n, 6, 6) inverse joint placements
     root: np.ndarray        # (k+1, 6) base velocity stack (at rest: zero)
     path_start: np.ndarray  # (n+1,) int64, columns path_start[i]:path_start[i+1] of link i
     run_start: np.ndarray   # (n+1,) int64, runs[run_start[i]:run_start[i+1]] of link i
@@ -70,13 +68,13 @@ def velocity_jacobian_workspace(model, order, n_chunks):
     start = np.asarray(model.support_start)
     path = np.concatenate([np.asarray(model.support[start[i]:start[i + 1]])[::-1]
                            for i in range(n)]).astype(np.int64)
-    S, A0inv, root = joint_constants(model, k1)
+    root = base_velocity_stacks(model, k1)
     run_start, runs = path_runs(path, start)
 
     def work(*shape):
         return np.zeros((n_chunks,) + shape)
     return VelocityJacobianWorkspace(
-        S=S, A0inv=A0inv, root=root[0], path_start=start.copy(),
+        root=root[0], path_start=start.copy(),
         run_start=run_start, runs=runs,
         coef=raw_block_coefficients(k1, L, 2), Xup=work(n, L, 6, 6), XJinv=work(L, 6, 6),
         sin_q=work(L), cos_q=work(L), skew_axis=work(3, 3), nu=work(n, k1, 6),
@@ -195,10 +193,10 @@ def velocity_jacobian_kernel(model, ws, chunk, first, last, qhat, out, finite):
     for smp in range(first, last):
         finite[smp] = True
         q = qhat[smp]
-        relative_cmtm_inverse(model, ws.A0inv, q, ws.XJinv[chunk], ws.sin_q[chunk],
+        relative_cmtm_inverse(model, q, ws.XJinv[chunk], ws.sin_q[chunk],
                               ws.cos_q[chunk], ws.skew_axis[chunk], Xup)
-        velocity_pass(model.parent, ws.S, Xup, q, ws.root, nu)
-        path_tangent_columns(model, ws.S, Xup, ws.path_start, G)
+        velocity_pass(model.parent, model.screw, Xup, q, ws.root, nu)
+        path_tangent_columns(model, model.screw, Xup, ws.path_start, G)
         for i in range(model.parent.shape[0]):
             start = ws.path_start[i]
             path_velocity_columns(nu[i], G, start, ws.path_start[i + 1] - start,
