@@ -104,6 +104,7 @@ COMPILE_CASES = {
     "link_transform_derivatives": "cmtm.link_transform_derivatives(model, q_stack, order=1)",
     "motion": "cmtm.motion(model, q_stack, order=0)",
     TORQUE_JACOBIAN: "cmtm.jacobian(model, q_stack, 'joint_torque', order=0)",
+    "jacobian link_velocity": "cmtm.jacobian(model, q_stack, 'link_velocity', order=0)",
     "jacobian link_velocity order 1": "cmtm.jacobian(model, q_stack, 'link_velocity', order=1)",
     "jacobians 3 quantities order 1": (
         "cmtm.jacobians(model, q_stack, ('link_velocity', 'link_momentum', 'joint_torque'), "

@@ -32,6 +32,8 @@ from cmtm.spatial import JOINT_PRISMATIC, JOINT_REVOLUTE
 from cmtm.structured_jacobians import (INPUT_OFFSET, JOINT_TORQUE, LINK_VELOCITY, QUANTITIES,
                                        jacobian_kernel, jacobian_sizes, jacobian_workspace)
 from cmtm.taylor import factorials, raw_from_taylor, taylor_from_raw
+from cmtm.velocity_derivatives import (velocity_derivatives_kernel,
+                                       velocity_derivatives_workspace)
 from cmtm.velocity_jacobian import velocity_jacobian_kernel, velocity_jacobian_workspace
 from kinematic_trees import CompiledTree
 
@@ -706,8 +708,9 @@ def jacobians(model, q_stack, quantities, order=0):
 def _structured_jacobians(model, stack, k, indices):
     """{name: (n_samples, k+1, m, K_in, nv)} of a validated stack (the kernel calls), in the
     order of ``indices``: the order-0 torque Jacobian by its own kernel
-    (``cmtm.rnea_derivatives``), the link-velocity Jacobian of any order by its own
-    (``cmtm.velocity_jacobian``), the rest by the comprehensive one."""
+    (``cmtm.rnea_derivatives``), the link-velocity Jacobian by its own (order 0:
+    ``cmtm.velocity_derivatives``, above: ``cmtm.velocity_jacobian``), the rest by the
+    comprehensive one."""
     result, rest = {}, list(dict.fromkeys(indices))
     if k == 0 and JOINT_TORQUE in rest:
         result["joint_torque"] = _torque_derivatives(model, stack)
@@ -730,14 +733,20 @@ def _torque_derivatives(model, stack):
 
 
 def _velocity_jacobian(model, stack, k):
-    """d nu / d q_stack of a validated stack: (n_samples, k+1, 6 nv, k+2, nv); the kernel
-    flags non-finite entries itself, per sample (the output can be megabytes per sample)."""
+    """d nu / d q_stack of a validated stack: (n_samples, k+1, 6 nv, k+2, nv), at order 0 by
+    the world-frame kernel (``cmtm.velocity_derivatives``), above by the CMTM one; the
+    kernels flag non-finite entries themselves, per sample (the output can be megabytes
+    per sample)."""
     n_samples, nv = stack.shape[0], stack.shape[2]
     J = np.zeros((n_samples, k + 1, 6 * nv, k + 2, nv))
     finite = np.empty(n_samples, dtype=np.bool_)
-    run_on_threads(model, velocity_jacobian_kernel, "velocity_jacobian", (k,),
-                   lambda kmodel, slots: velocity_jacobian_workspace(kmodel, k, slots),
-                   n_samples, taylor_from_raw(stack[:, :k + 2]), J, finite)
+    if k == 0:
+        run_on_threads(model, velocity_derivatives_kernel, "velocity_derivatives", (),
+                       velocity_derivatives_workspace, n_samples, stack, J, finite)
+    else:
+        run_on_threads(model, velocity_jacobian_kernel, "velocity_jacobian", (k,),
+                       lambda kmodel, slots: velocity_jacobian_workspace(kmodel, k, slots),
+                       n_samples, taylor_from_raw(stack[:, :k + 2]), J, finite)
     if not finite.all():
         raise overflow_error("link_velocity")
     return J

@@ -60,16 +60,13 @@ class VelocityJacobianWorkspace(NamedTuple):
 
 
 def velocity_jacobian_workspace(model, order, n_chunks):
-    """A :class:`VelocityJacobianWorkspace` for a KernelModel, order k and n_chunks chunks.
-    The path of link i (its support from the root, i last) is the KernelModel's support
-    list of i (i first) reversed; its columns follow that order."""
+    """A :class:`VelocityJacobianWorkspace` for a KernelModel, order k and n_chunks chunks;
+    the path columns of each link as in :func:`support_runs`."""
     n = model.parent.shape[0]
     k1, L = order + 1, order + 2
     start = np.asarray(model.support_start)
-    path = np.concatenate([np.asarray(model.support[start[i]:start[i + 1]])[::-1]
-                           for i in range(n)]).astype(np.int64)
     root = base_velocity_stacks(model, k1)
-    run_start, runs = path_runs(path, start)
+    run_start, runs = support_runs(model)
 
     def work(*shape):
         return np.zeros((n_chunks,) + shape)
@@ -78,14 +75,19 @@ def velocity_jacobian_workspace(model, order, n_chunks):
         run_start=run_start, runs=runs,
         coef=raw_block_coefficients(k1, L, 2), Xup=work(n, L, 6, 6), XJinv=work(L, 6, 6),
         sin_q=work(L), cos_q=work(L), skew_axis=work(3, 3), nu=work(n, k1, 6),
-        G=work(L, 6, path.shape[0]), V0=work(k1, 6, path.shape[0]), crosses=work(k1, 6, 6))
+        G=work(L, 6, start[n]), V0=work(k1, 6, start[n]), crosses=work(k1, 6, 6))
 
 
-def path_runs(path, path_start):
-    """(run_start, runs): each link's path cut into runs of consecutive joints, row
-    (first joint, first column of the run in path, length); a serial chain has one run per
-    link, a tree one more per branch the path leaves. The kernel writes a run as one
-    contiguous row segment of the output."""
+def support_runs(model):
+    """(run_start, runs) of a KernelModel: the path of each link i (its support from the
+    root, i last: the KernelModel's support list of i reversed, at columns
+    support_start[i]:support_start[i+1]) cut into runs of consecutive joints, row (first
+    joint, first column of the run, length), runs[run_start[i]:run_start[i+1]]; a serial
+    chain has one run per link, a tree one more per branch the path leaves. A kernel writes
+    a run as one contiguous row segment of its output."""
+    path_start = np.asarray(model.support_start)
+    path = np.concatenate([np.asarray(model.support[path_start[i]:path_start[i + 1]])[::-1]
+                           for i in range(len(path_start) - 1)])
     run_start, runs = [0], []
     for i in range(len(path_start) - 1):
         for t in range(path_start[i], path_start[i + 1]):
@@ -161,7 +163,7 @@ def path_velocity_columns(nu_i, G, first, width, crosses, V0):
 @jit_inline
 def write_path_blocks(V0, G, coef, runs, row0, out):
     """out[l, row0 + c, r, j] = coef[l, r, 0] V_0[l-r, c] + coef[l, r, 1] V_1[l-r+1, c] for
-    the path joints j of one link, run by run (``runs`` of :func:`path_runs`) (§7.6, §8);
+    the path joints j of one link, run by run (``runs`` of :func:`support_runs`) (§7.6, §8);
     returns False if an entry is not finite (x - x is 0 for finite x, NaN otherwise)."""
     finite = True
     for l in range(out.shape[0]):

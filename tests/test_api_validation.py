@@ -294,11 +294,17 @@ def test_overflow_is_a_value_error_not_a_warning_or_nan():
 
 
 def test_link_velocity_jacobian_overflow_is_a_value_error():
-    """The link-velocity kernel flags its own non-finite entries (no scan of the output):
-    finite inputs whose order-20 Jacobian overflows float64 must raise, not return inf."""
+    """The link-velocity kernels flag their own non-finite entries (no scan of the output):
+    finite inputs whose order-20 Jacobian overflows float64 must raise, not return inf; at
+    order 0 (its own kernel), a first joint's rate of 1e308: d nu / d q = Ad^{-1} (v_p x s)
+    sums terms of ~1e308 beyond it (the same rate times 1e-300 is finite)."""
     model = kt.compile_tree(kt.serial_chain(3))
     with pytest.raises(ValueError, match="link_velocity: expected a finite result"):
         cmtm.jacobian(model, np.full((22, 3), 1e15), "link_velocity", order=20)
+    q = np.array([[0.3, 0.2, 0.1], [1e308, 1.0, 1.0]])
+    assert np.isfinite(cmtm.jacobian(model, q * [[1.0], [1e-300]], "link_velocity")).all()
+    with pytest.raises(ValueError, match="link_velocity: expected a finite result"):
+        cmtm.jacobian(model, q, "link_velocity")
 
 
 def test_link_velocity_overflow_flag_belongs_to_its_call(monkeypatch):

@@ -373,6 +373,19 @@ def test_order0_torque_jacobian_matches_pinocchio_rnea_derivatives(computed, nam
             assert_close(J[s, 0, :, r, :], expected[r], rel=1e-10)
 
 
+@pytest.mark.parametrize("name", ["panda", "tree12"])
+def test_order0_link_velocity_jacobian_matches_pinocchio_velocity_derivatives(computed, name):
+    """(d nu/dq, d nu/dq') = getJointVelocityDerivatives (LOCAL) of every link (the order-0
+    kernel, cmtm.velocity_derivatives): 1e-12 (round-off of two different recursions)."""
+    model, q_stack, engine, _, _ = computed(name, 0)
+    pin_model = pinocchio_ref.to_pinocchio(model)
+    J = engine["link_velocity"]
+    for s in range(q_stack.shape[0]):
+        expected = velocity_derivatives_pinocchio(pin_model, *q_stack[s, :2])
+        for r in range(2):
+            assert_close(J[s, 0, :, r, :], expected[r], rel=1e-12)
+
+
 # --- the paper's Fig. 4: velocity and acceleration Jacobians of serial chains ---
 
 @pytest.mark.parametrize("n", [2, 4, 8, 16, 32, 64, 128])

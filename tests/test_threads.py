@@ -1,5 +1,5 @@
-"""The order-0 kernels split across threads (cmtm.rnea, the order-0 torque Jacobian, the link
-poses of cmtm.comprehensive): the same bits for any thread count,
+"""The order-0 kernels split across threads (cmtm.rnea, the order-0 torque and link-velocity
+Jacobians, the link poses of cmtm.comprehensive): the same bits for any thread count,
 workspaces allocated once and reused, nothing allocated inside a kernel.
 
 Reference: the engine itself run on one thread (``numba.set_num_threads(1)``, one chunk of
@@ -17,13 +17,16 @@ import kinematic_trees as kt
 from cmtm import api, rnea
 from cmtm.comprehensive import link_poses_kernel, link_poses_workspace
 from cmtm.rnea_derivatives import torque_derivatives_kernel, torque_derivatives_workspace
+from cmtm.velocity_derivatives import velocity_derivatives_kernel, velocity_derivatives_workspace
 
 SAMPLES = 50
 
 ORDER0 = {"inverse_dynamics": lambda model, q: cmtm.inverse_dynamics(model, q, order=0),
           "mass_matrix": lambda model, q: cmtm.mass_matrix(model, q[:, 0]),
-          "link_poses": lambda model, q: cmtm.link_poses(model, q[:, 0])}
-KINDS = {"inverse_dynamics": "rnea", "mass_matrix": "crba", "link_poses": "link_poses"}
+          "link_poses": lambda model, q: cmtm.link_poses(model, q[:, 0]),
+          "link_velocity_jacobian": lambda model, q: cmtm.jacobian(model, q, "link_velocity")}
+KINDS = {"inverse_dynamics": "rnea", "mass_matrix": "crba", "link_poses": "link_poses",
+         "link_velocity_jacobian": "velocity_derivatives"}
 
 
 def kernel_run(function, kernel, q, n_chunks):
@@ -36,6 +39,10 @@ def kernel_run(function, kernel, q, n_chunks):
     elif function == "mass_matrix":
         kernel_call, ws, args = rnea.crba_kernel, rnea.crba_workspace(kernel, n_chunks), \
             (q0, np.empty((n_samples, nv, nv)))
+    elif function == "link_velocity_jacobian":
+        kernel_call, ws = velocity_derivatives_kernel, \
+            velocity_derivatives_workspace(kernel, n_chunks)
+        args = (q, np.zeros((n_samples, 1, 6 * nv, 2, nv)), np.empty(n_samples, np.bool_))
     else:
         kernel_call, ws, args = link_poses_kernel, link_poses_workspace(kernel, n_chunks), \
             (q0, np.empty((n_samples, nv, 3, 3)), np.empty((n_samples, nv, 3)))
@@ -115,12 +122,16 @@ def test_kernels_allocate_nothing(panda, kernel_allocations):
         tau, M = np.empty((n_samples, panda.nv)), np.empty((n_samples, panda.nv, panda.nv))
         J = np.empty((n_samples, panda.nv, 3, panda.nv))
         R, p = np.empty((n_samples, panda.nv, 3, 3)), np.empty((n_samples, panda.nv, 3))
+        J_v = np.zeros((n_samples, 1, 6 * panda.nv, 2, panda.nv))
+        finite = np.empty(n_samples, dtype=np.bool_)
         for kernel_call, ws, arrays in (
                 (rnea.rnea_kernel, rnea.rnea_workspace(kernel, n_chunks), (q, tau)),
                 (rnea.crba_kernel, rnea.crba_workspace(kernel, n_chunks), (q0, M)),
                 (torque_derivatives_kernel,
                  torque_derivatives_workspace(kernel, n_chunks), (q, J)),
-                (link_poses_kernel, link_poses_workspace(kernel, n_chunks), (q0, R, p))):
+                (link_poses_kernel, link_poses_workspace(kernel, n_chunks), (q0, R, p)),
+                (velocity_derivatives_kernel,
+                 velocity_derivatives_workspace(kernel, n_chunks), (q, J_v, finite))):
             args = (kernel, ws, 0, 0, n_samples // n_chunks) + arrays   # chunk 0
             kernel_count, no_op_count = kernel_allocations(kernel_call, args)
             assert kernel_count == no_op_count, kernel_call.__name__
