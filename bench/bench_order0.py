@@ -26,7 +26,12 @@ One run prints four blocks, every number measured in that run:
    three blocks r of max |J_r - P_r| / max |P_r|, with P = data.dtau_dq, data.dtau_dv and
    data.M (= dtau/da; Pinocchio fills its upper triangle only, so it is symmetrized);
    checked <= 1e-9 before timing. cmtm/pin (< 1: cmtm faster) and the target of issue 11,
-   "within 2x of Pinocchio" (cmtm/pin <= 2), met or not met.
+   "within 2x of Pinocchio" (cmtm/pin <= 2), met or not met. Next to it, the order-0
+   link-velocity Jacobian ``cmtm.jacobian(model, q_stack, "link_velocity", order=0)``
+   (d nu / d q, d nu / d q' of every link, body frames) against
+   ``pinocchio.computeForwardKinematicsDerivatives`` and ``getJointVelocityDerivatives``
+   (LOCAL) of every joint per sample, checked the same way; Pinocchio's per-joint calls
+   include Python's per-call overhead, as for any Python user.
 
 3. Thread scaling: the same 200-sample torque Jacobian and ``cmtm.inverse_dynamics``
    (order 0, --samples samples) on the Panda and ``serial_chain(32)`` with
@@ -90,6 +95,8 @@ over 128 links in float64 agree to ~1e-13."""
 
 FUNCTIONS = ("inverse_dynamics", "mass_matrix", "link_poses", "motion")
 TORQUE_JACOBIAN = "jacobian joint_torque"
+VELOCITY_JACOBIAN = "jacobian link_velocity"
+LOCAL = pinocchio.ReferenceFrame.LOCAL
 
 JACOBIAN_RATIO_TARGET = 2.0
 """Issue 11: the order-0 torque Jacobian within 2x of Pinocchio's computeRNEADerivatives."""
@@ -298,6 +305,8 @@ def cmtm_calls(model, q_stack):
         "link_poses": lambda: cmtm.link_poses(model, q),
         "motion": lambda: cmtm.motion(model, q_stack, order=0),
         TORQUE_JACOBIAN: lambda: cmtm.jacobian(model, q_stack, "joint_torque", order=0)[:, 0],
+        VELOCITY_JACOBIAN: lambda: cmtm.jacobian(model, q_stack, "link_velocity",
+                                                 order=0)[:, 0],
     }
 
 
@@ -307,6 +316,7 @@ def pinocchio_calls(pin_model, q_stack):
     q, v, a = ([np.ascontiguousarray(row) for row in q_stack[:, r]] for r in range(3))
     n = len(q)
     joints = range(1, pin_model.njoints)
+    zero = np.zeros(pin_model.nv)
 
     def rnea():
         for i in range(n):
@@ -324,6 +334,12 @@ def pinocchio_calls(pin_model, q_stack):
         for i in range(n):
             pinocchio.computeRNEADerivatives(pin_model, data, q[i], v[i], a[i])
 
+    def velocity_derivatives():
+        for i in range(n):
+            pinocchio.computeForwardKinematicsDerivatives(pin_model, data, q[i], v[i], zero)
+            for j in joints:
+                pinocchio.getJointVelocityDerivatives(pin_model, data, j, LOCAL)
+
     def outputs(function):
         """Pinocchio's result for every sample, in cmtm's layout (for the agreement check)."""
         result = []
@@ -332,6 +348,13 @@ def pinocchio_calls(pin_model, q_stack):
                 result.append(pinocchio.rnea(pin_model, data, q[i], v[i], a[i]).copy())
             elif function == "mass_matrix":
                 result.append(symmetrized(pinocchio.crba(pin_model, data, q[i])))
+            elif function == VELOCITY_JACOBIAN:
+                pinocchio.computeForwardKinematicsDerivatives(pin_model, data, q[i], v[i], zero)
+                blocks = [pinocchio.getJointVelocityDerivatives(pin_model, data, j, LOCAL)
+                          for j in joints]
+                result.append(np.stack([np.vstack([np.vstack([b[r][3:], b[r][:3]])
+                                                   for b in blocks]) for r in range(2)],
+                                       axis=1))
             elif function == TORQUE_JACOBIAN:
                 pinocchio.computeRNEADerivatives(pin_model, data, q[i], v[i], a[i])
                 result.append(np.stack([data.dtau_dq, data.dtau_dv, symmetrized(data.M)],
@@ -342,7 +365,8 @@ def pinocchio_calls(pin_model, q_stack):
         return np.array(result)
 
     return {"inverse_dynamics": rnea, "mass_matrix": crba, "link_poses": forward_kinematics,
-            TORQUE_JACOBIAN: rnea_derivatives}, outputs
+            TORQUE_JACOBIAN: rnea_derivatives,
+            VELOCITY_JACOBIAN: velocity_derivatives}, outputs
 
 
 def compare(name, model, q_stack, functions, repeats):
@@ -373,13 +397,15 @@ def compare(name, model, q_stack, functions, repeats):
 
 
 def jacobian_rows(models, n_samples, repeats, rng):
-    """Block 2: the torque Jacobian vs computeRNEADerivatives, with the 2x target."""
+    """Block 2: the torque Jacobian vs computeRNEADerivatives, with the 2x target, and the
+    link-velocity Jacobian vs Pinocchio's velocity derivatives."""
     rows = [row for name, model in models.items()
             for row in compare(name, model, random_stack(rng, n_samples, model.nv),
-                               (TORQUE_JACOBIAN,), repeats)]
+                               (TORQUE_JACOBIAN, VELOCITY_JACOBIAN), repeats)]
     for row in rows:
         row["cmtm_over_pin"] = 1.0 / row["pin_over_cmtm"]
-        row["target"] = verdict(row["cmtm_over_pin"] <= JACOBIAN_RATIO_TARGET)
+        row["target"] = (verdict(row["cmtm_over_pin"] <= JACOBIAN_RATIO_TARGET)
+                         if row["function"] == TORQUE_JACOBIAN else None)
     return rows
 
 
@@ -453,10 +479,12 @@ def print_tables(blocks, args):
                          ("pin/cmtm", "pin_over_cmtm", ".2f", 8), REL_ERR,
                          COLD_S, CACHED_S], rows)
     print_rows(
-        f"2. Order-0 torque Jacobian, cmtm.jacobian(..., 'joint_torque', order=0) over "
-        f"{args.jacobian_samples} samples vs pinocchio.computeRNEADerivatives per sample, "
-        f"1 thread; target cmtm/pin <= {JACOBIAN_RATIO_TARGET:g}",
-        MODEL_COLUMNS + [CMTM_US, PIN_US, ("cmtm/pin", "cmtm_over_pin", ".2f", 8), REL_ERR,
+        f"2. Order-0 Jacobians, cmtm.jacobian(..., order=0) over {args.jacobian_samples} "
+        f"samples vs Pinocchio per sample, 1 thread: joint_torque vs "
+        f"computeRNEADerivatives (target cmtm/pin <= {JACOBIAN_RATIO_TARGET:g}), "
+        f"link_velocity vs computeForwardKinematicsDerivatives + getJointVelocityDerivatives "
+        f"(LOCAL) of every joint",
+        MODEL_COLUMNS + [("function", "function", "", 23), CMTM_US, PIN_US, ("cmtm/pin", "cmtm_over_pin", ".2f", 8), REL_ERR,
                          TARGET], jacobians)
     print_rows(
         f"3. Thread scaling, numba.set_num_threads(t), t = 1..{numba.config.NUMBA_NUM_THREADS} "
