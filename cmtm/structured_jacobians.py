@@ -74,13 +74,16 @@ INPUT_OFFSET = (1, 0, 0, 1, 1, 1, 1, 1, 2, 2, 2)
 
 @jit
 def jacobian_flags(wanted):
-    """(tangents, kinematic, world, forces): the passes the wanted quantities need, the link
-    tangents Gx, the gravity-free kinematic rows, the world momenta, the force rows."""
+    """(relative, tangents, kinematic, world, forces): the passes the wanted quantities
+    need, the relative CMTMs (every quantity but the joint torque, whose world-frame jets
+    need none), the link tangents Gx, the gravity-free kinematic rows, the world momenta,
+    the force rows."""
+    relative = wanted[:JOINT_TORQUE].any() or wanted[JOINT_TORQUE + 1:].any()
     kinematic = wanted[LINK_VELOCITY:JOINT_MOMENTUM + 1].any()
     forces = wanted[LINK_FORCE] or wanted[JOINT_FORCE]
     world = wanted[LINK_MOMENTUM_WORLD:JOINT_MOMENTUM + 1].any() or wanted[JOINT_FORCE]
     tangents = wanted[LINK_TANGENT] or kinematic or forces
-    return tangents, kinematic, world, forces
+    return relative, tangents, kinematic, world, forces
 
 
 def jacobian_sizes(n, order, wanted):
@@ -88,7 +91,7 @@ def jacobian_sizes(n, order, wanted):
     order k and the (11,) bool mask ``wanted``: L = k+1 + the deepest input offset, Lv =
     max(L-1, 1), and n or 0 links for the pair arrays, world pair arrays and torque arrays
     as the quantities need them."""
-    tangents, _, world, _ = jacobian_flags(wanted)
+    _, tangents, _, world, _ = jacobian_flags(wanted)
     L = order + 1 + max(INPUT_OFFSET[q] for q in range(len(QUANTITIES)) if wanted[q])
     return (order + 1, L, max(L - 1, 1), n if tangents else 0, n if world else 0,
             n if wanted[JOINT_TORQUE] else 0)
@@ -141,7 +144,7 @@ def jacobian_workspace(model, order, wanted, n_chunks):
         pose=slots(6, 6), crosses=slots(L, 6, 6), V=slots(*pairs), H=slots(*pairs),
         W=slots(*world_pairs), WJ=slots(*world_pairs), local=slots(Lv, 6),
         HJ=slots(2, Lv, 6), F=slots(3, max(Lv - 1, 1), 6),
-        torque=torque_workspace(n_torque, max(Lv, 2), n_chunks))
+        torque=torque_workspace(model, n_torque, max(Lv, 2), n_chunks))
 
 
 # --- Elemental rules on first columns (Lemmas 2-6) ---
@@ -374,14 +377,15 @@ def jacobian_kernel(model, ws, chunk, first, last, qhat, wanted, outputs):
     (``cmtm.comprehensive``): their views in the pair loops count no references.
     """
     model, ws, qhat, wanted, outputs = borrowed((model, ws, qhat, wanted, outputs))
-    tangents, kinematic, world, forces = jacobian_flags(wanted)
+    relative, tangents, kinematic, world, forces = jacobian_flags(wanted)
     parent, S, I, free_root, gravity_root = model.parent, model.screw, model.spatial_inertia, \
         ws.root[0], ws.root[1]
     Xup, free, gravity = ws.Xup[chunk], ws.state[chunk, 0], ws.state[chunk, 1]
     for smp in range(first, last):
         q = qhat[smp]
-        relative_cmtm_inverse(model, q, ws.XJinv[chunk], ws.sin_q[chunk],
-                              ws.cos_q[chunk], ws.skew_axis[chunk], Xup)
+        if relative:
+            relative_cmtm_inverse(model, q, ws.XJinv[chunk], ws.sin_q[chunk],
+                                  ws.cos_q[chunk], ws.skew_axis[chunk], Xup)
         if tangents:
             tangent_sweep(model, S, Xup, ws.Gx[chunk])
         if wanted[JOINT_VELOCITY:LINK_TANGENT + 1].any():
@@ -401,5 +405,5 @@ def jacobian_kernel(model, ws, chunk, first, last, qhat, wanted, outputs):
             force_rows(model, ws, chunk, gravity, wanted, outputs, smp)
         # --- Lemma 6 in world coordinates: joint torques (cmtm.torque_jacobian) ---
         if wanted[JOINT_TORQUE]:
-            torque_jacobian_sample(model, ws.torque, chunk, S, Xup, q, gravity_root, ws.coef,
+            torque_jacobian_sample(model, ws.torque, chunk, q, gravity_root, ws.coef,
                                    outputs[JOINT_TORQUE][smp])
