@@ -32,6 +32,7 @@ from cmtm.spatial import JOINT_PRISMATIC, JOINT_REVOLUTE
 from cmtm.structured_jacobians import (INPUT_OFFSET, JOINT_TORQUE, LINK_VELOCITY, QUANTITIES,
                                        jacobian_kernel, jacobian_sizes, jacobian_workspace)
 from cmtm.taylor import factorials, raw_from_taylor, taylor_from_raw
+from cmtm.torque_jacobian import torque_jacobian_kernel, torque_workspace
 from cmtm.velocity_derivatives import (velocity_derivatives_kernel,
                                        velocity_derivatives_workspace)
 from cmtm.velocity_jacobian import velocity_jacobian_kernel, velocity_jacobian_workspace
@@ -707,13 +708,12 @@ def jacobians(model, q_stack, quantities, order=0):
 
 def _structured_jacobians(model, stack, k, indices):
     """{name: (n_samples, k+1, m, K_in, nv)} of a validated stack (the kernel calls), in the
-    order of ``indices``: the order-0 torque Jacobian by its own kernel
-    (``cmtm.rnea_derivatives``), the link-velocity Jacobian by its own (order 0:
-    ``cmtm.velocity_derivatives``, above: ``cmtm.velocity_jacobian``), the rest by the
-    comprehensive one."""
+    order of ``indices``: the joint-torque and link-velocity Jacobians by their own kernels
+    (:func:`_torque_jacobian`, :func:`_velocity_jacobian`), the rest by the comprehensive
+    one."""
     result, rest = {}, list(dict.fromkeys(indices))
-    if k == 0 and JOINT_TORQUE in rest:
-        result["joint_torque"] = _torque_derivatives(model, stack)
+    if JOINT_TORQUE in rest:
+        result["joint_torque"] = _torque_jacobian(model, stack, k)
         rest.remove(JOINT_TORQUE)
     if LINK_VELOCITY in rest:
         result["link_velocity"] = _velocity_jacobian(model, stack, k)
@@ -723,13 +723,21 @@ def _structured_jacobians(model, stack, k, indices):
     return {QUANTITIES[q]: result[QUANTITIES[q]] for q in indices}
 
 
-def _torque_derivatives(model, stack):
-    """d tau / d(q, q', q'') of a validated stack: (n_samples, 1, nv, 3, nv)."""
+def _torque_jacobian(model, stack, k):
+    """d tau / d q_stack of a validated stack: (n_samples, k+1, nv, k+3, nv), at order 0 by
+    the world-frame kernel of Pinocchio's form (``cmtm.rnea_derivatives``), above by the
+    world-frame jets of Lemma 6 (``cmtm.torque_jacobian``)."""
     n_samples, nv = stack.shape[0], stack.shape[2]
-    J = np.empty((n_samples, nv, 3, nv))
-    run_on_threads(model, torque_derivatives_kernel, "torque_derivatives", (),
-                   torque_derivatives_workspace, n_samples, stack, J)
-    return check_finite("joint_torque", J)[:, None]
+    if k == 0:
+        J = np.empty((n_samples, nv, 3, nv))
+        run_on_threads(model, torque_derivatives_kernel, "torque_derivatives", (),
+                       torque_derivatives_workspace, n_samples, stack, J)
+        return check_finite("joint_torque", J)[:, None]
+    J = np.zeros((n_samples, k + 1, nv, k + 3, nv))
+    run_on_threads(model, torque_jacobian_kernel, "torque_jacobian", (k,),
+                   lambda kmodel, slots: torque_workspace(kmodel, k, slots),
+                   n_samples, taylor_from_raw(stack[:, :k + 3]), J)
+    return check_finite("joint_torque", J)
 
 
 def _velocity_jacobian(model, stack, k):

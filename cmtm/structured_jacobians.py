@@ -26,11 +26,12 @@ J_{h_{J_i}}                 ``HJ``      (2, L-1, 6)         Lemma 4 step 3
 J_{f_{L_i}}, J_{f_{J_i}}    ``F``       (3, L-2, 6)         Lemma 5
 ==========================  ==========  ==================  ==============================
 
-The joint torque rows apply Lemma 6 in world coordinates (``cmtm.torque_jacobian``), where
-every pair costs dot products of 6-vector jets instead of 6x6 block convolutions. The
-link-velocity rows themselves are written by ``cmtm.velocity_jacobian`` (the same rule on
-columns laid out for vectorized loops), where ``cmtm.api`` sends them; here V only feeds
-the momentum and force rows.
+The joint torque rows have their own kernel (Lemma 6 in world coordinates,
+``cmtm.torque_jacobian``, where every pair costs dot products of 6-vector jets instead of
+6x6 block convolutions), and so do the link-velocity rows (``cmtm.velocity_jacobian``, the
+same rule on columns laid out for vectorized loops); ``cmtm.api`` sends them there, and
+here V only feeds the momentum and force rows. The ``wanted`` mask keeps the order of
+QUANTITIES; its joint-torque entry must be False.
 
 L = k + 1 + (deepest input order offset requested): k+1 tangents, k+2 velocities and
 momenta, k+3 forces and torques. Everything inside is Taylor-scaled.
@@ -55,7 +56,6 @@ from cmtm.spatial import matvec6
 from cmtm.taylor import (add_blocks, add_stack, conv_block_vec, conv_blockT_vec, copy_blocks,
                          copy_stack, derivative_stack, force_cross_conv, motion_cross_conv,
                          raw_block_coefficients, write_raw_blocks, zero_blocks, zero_stack)
-from cmtm.torque_jacobian import TorqueWorkspace, torque_jacobian_sample, torque_workspace
 
 QUANTITIES = ("joint_velocity", "joint_tangent", "link_tangent", "link_velocity",
               "link_momentum", "link_momentum_world", "joint_momentum_world",
@@ -74,27 +74,26 @@ INPUT_OFFSET = (1, 0, 0, 1, 1, 1, 1, 1, 2, 2, 2)
 
 @jit
 def jacobian_flags(wanted):
-    """(relative, tangents, kinematic, world, forces): the passes the wanted quantities
-    need, the relative CMTMs (every quantity but the joint torque, whose world-frame jets
-    need none), the link tangents Gx, the gravity-free kinematic rows, the world momenta,
-    the force rows."""
-    relative = wanted[:JOINT_TORQUE].any() or wanted[JOINT_TORQUE + 1:].any()
+    """(tangents, kinematic, world, forces): the passes the wanted quantities need, the link
+    tangents Gx, the gravity-free kinematic rows, the world momenta, the force rows."""
     kinematic = wanted[LINK_VELOCITY:JOINT_MOMENTUM + 1].any()
     forces = wanted[LINK_FORCE] or wanted[JOINT_FORCE]
     world = wanted[LINK_MOMENTUM_WORLD:JOINT_MOMENTUM + 1].any() or wanted[JOINT_FORCE]
     tangents = wanted[LINK_TANGENT] or kinematic or forces
-    return relative, tangents, kinematic, world, forces
+    return tangents, kinematic, world, forces
 
 
 def jacobian_sizes(n, order, wanted):
-    """(k+1, L, Lv, n_pairs, n_world, n_torque) of :class:`JacobianWorkspace` for n links,
-    order k and the (11,) bool mask ``wanted``: L = k+1 + the deepest input offset, Lv =
-    max(L-1, 1), and n or 0 links for the pair arrays, world pair arrays and torque arrays
-    as the quantities need them."""
-    _, tangents, _, world, _ = jacobian_flags(wanted)
+    """(k+1, L, Lv, n_pairs, n_world) of :class:`JacobianWorkspace` for n links, order k and
+    the (11,) bool mask ``wanted``: L = k+1 + the deepest input offset, Lv = max(L-1, 1),
+    and n or 0 links for the pair arrays and world pair arrays as the quantities need them.
+    ValueError if the mask wants the joint torque (its own kernel: cmtm.torque_jacobian)."""
+    if wanted[JOINT_TORQUE]:
+        raise ValueError("wanted: the joint torque rows are not computed by jacobian_kernel "
+                         "(cmtm.torque_jacobian.torque_jacobian_kernel)")
+    tangents, _, world, _ = jacobian_flags(wanted)
     L = order + 1 + max(INPUT_OFFSET[q] for q in range(len(QUANTITIES)) if wanted[q])
-    return (order + 1, L, max(L - 1, 1), n if tangents else 0, n if world else 0,
-            n if wanted[JOINT_TORQUE] else 0)
+    return order + 1, L, max(L - 1, 1), n if tangents else 0, n if world else 0
 
 
 class JacobianWorkspace(NamedTuple):
@@ -123,14 +122,13 @@ class JacobianWorkspace(NamedTuple):
     local: np.ndarray       # (Lv, 6) scratch of world_momentum_rule
     HJ: np.ndarray          # (2, Lv, 6) one pair's joint momentum columns
     F: np.ndarray           # (3, max(Lv-1, 1), 6) one pair's force columns
-    torque: TorqueWorkspace  # of torque_jacobian_sample (n_torque links)
 
 
 def jacobian_workspace(model, order, wanted, n_chunks):
     """A :class:`JacobianWorkspace` for the KernelModel ``model``, order k, the (11,) bool
     mask ``wanted`` and n_chunks chunks."""
     n = model.parent.shape[0]
-    k1, L, Lv, n_pairs, n_world, n_torque = jacobian_sizes(n, order, wanted)
+    k1, L, Lv, n_pairs, n_world = jacobian_sizes(n, order, wanted)
 
     def slots(*shape):
         return np.zeros((n_chunks,) + shape)
@@ -143,8 +141,7 @@ def jacobian_workspace(model, order, wanted, n_chunks):
         state=slots(2, 3, n, Lv, 6), Xinv_L=slots(n, Lv, 6, 6), X_L=slots(n, Lv, 6, 6),
         pose=slots(6, 6), crosses=slots(L, 6, 6), V=slots(*pairs), H=slots(*pairs),
         W=slots(*world_pairs), WJ=slots(*world_pairs), local=slots(Lv, 6),
-        HJ=slots(2, Lv, 6), F=slots(3, max(Lv - 1, 1), 6),
-        torque=torque_workspace(model, n_torque, max(Lv, 2), n_chunks))
+        HJ=slots(2, Lv, 6), F=slots(3, max(Lv - 1, 1), 6))
 
 
 # --- Elemental rules on first columns (Lemmas 2-6) ---
@@ -370,22 +367,22 @@ def jacobian_kernel(model, ws, chunk, first, last, qhat, wanted, outputs):
     chunks on threads).
 
     model: KernelModel; ws: a :class:`JacobianWorkspace` for these quantities and order;
-    qhat: (n_samples, >=k+1+s, n) Taylor-scaled; wanted: (11,) bool in QUANTITIES order;
-    outputs[q]: (n_samples, k+1, m_q, k+1+s_q, n), zero-initialised, of which only the
-    blocks of supporting joints are written. Kinematic rows use a gravity-free pass,
-    forces and torques the base-acceleration pass (§3.3). The arguments are ``borrowed``
+    qhat: (n_samples, >=k+1+s, n) Taylor-scaled; wanted: (11,) bool in QUANTITIES order
+    (the joint torque False: its own kernel); outputs[q]: (n_samples, k+1, m_q, k+1+s_q,
+    n), zero-initialised, of which only the blocks of supporting joints are written.
+    Kinematic rows use a gravity-free pass, forces the base-acceleration pass (§3.3).
+    The arguments are ``borrowed``
     (``cmtm.comprehensive``): their views in the pair loops count no references.
     """
     model, ws, qhat, wanted, outputs = borrowed((model, ws, qhat, wanted, outputs))
-    relative, tangents, kinematic, world, forces = jacobian_flags(wanted)
+    tangents, kinematic, world, forces = jacobian_flags(wanted)
     parent, S, I, free_root, gravity_root = model.parent, model.screw, model.spatial_inertia, \
         ws.root[0], ws.root[1]
     Xup, free, gravity = ws.Xup[chunk], ws.state[chunk, 0], ws.state[chunk, 1]
     for smp in range(first, last):
         q = qhat[smp]
-        if relative:
-            relative_cmtm_inverse(model, q, ws.XJinv[chunk], ws.sin_q[chunk],
-                                  ws.cos_q[chunk], ws.skew_axis[chunk], Xup)
+        relative_cmtm_inverse(model, q, ws.XJinv[chunk], ws.sin_q[chunk],
+                              ws.cos_q[chunk], ws.skew_axis[chunk], Xup)
         if tangents:
             tangent_sweep(model, S, Xup, ws.Gx[chunk])
         if wanted[JOINT_VELOCITY:LINK_TANGENT + 1].any():
@@ -403,7 +400,3 @@ def jacobian_kernel(model, ws, chunk, first, last, qhat, wanted, outputs):
             momentum_stacks(parent, S, I, Xup, q, gravity_root, gravity[0], gravity[1],
                             gravity[2])
             force_rows(model, ws, chunk, gravity, wanted, outputs, smp)
-        # --- Lemma 6 in world coordinates: joint torques (cmtm.torque_jacobian) ---
-        if wanted[JOINT_TORQUE]:
-            torque_jacobian_sample(model, ws.torque, chunk, q, gravity_root, ws.coef,
-                                   outputs[JOINT_TORQUE][smp])

@@ -48,19 +48,24 @@ from typing import NamedTuple
 import numpy as np
 
 from cmtm._jit import jit, jit_inline
+from cmtm.kernel_model import borrowed
+from cmtm.kinematics import base_velocity_stacks
 from cmtm.rnea import link_pose_in_parent
 from cmtm.rnea_derivatives import inertia_rate_add, world_inertia, world_pose, world_screw
 from cmtm.spatial import motion_cross_add
 from cmtm.taylor import (add_blocks, add_stack, conv_block_vec, copy_stack, force_cross_conv,
-                         motion_cross_conv, write_raw_blocks, zero_stack)
+                         motion_cross_conv, raw_block_coefficients, write_raw_blocks,
+                         zero_stack)
 
 
 class TorqueWorkspace(NamedTuple):
-    """Work arrays of :func:`torque_jacobian_sample`: identity ... rotational_inertia shared
+    """Work arrays of :func:`torque_jacobian_kernel`: coef ... rotational_inertia shared
     by the chunks, the others with a leading axis, slot c for chunk c of the samples; n
-    links, L coefficients (the symbol table above; ``E`` ... ``w_IO`` and ``e`` ... ``T``
-    are scratch of one link or one pair)."""
+    links, L = k+2 coefficients (the symbol table above; ``E`` ... ``w_IO`` and ``e`` ...
+    ``T`` are scratch of one link or one pair)."""
 
+    coef: np.ndarray                # (k+1, k+3, 3) raw_block_coefficients
+    root: np.ndarray                # (L, 6) base velocity stack of the gravity trick (§3.3)
     identity: np.ndarray            # (3, 3) pose of the base
     origin: np.ndarray              # (3,)
     first_moment: np.ndarray        # (n, 3) writable copies of the KernelModel's (as in
@@ -89,16 +94,19 @@ class TorqueWorkspace(NamedTuple):
     T: np.ndarray         # (3, L-1, 1) first columns of one pair
 
 
-def torque_workspace(model, n, L, n_chunks):
-    """A :class:`TorqueWorkspace` for a KernelModel of n links (n = 0 when no torque
-    Jacobian is wanted: empty arrays), L >= 2 coefficients and n_chunks chunks."""
+def torque_workspace(model, order, n_chunks):
+    """A :class:`TorqueWorkspace` for a KernelModel, order k and n_chunks chunks (the API
+    runs the kernel for k >= 1; k = 0 is ``cmtm.rnea_derivatives``)."""
+    n, k1, L = model.parent.shape[0], order + 1, order + 2
+
     def slots(*shape):
         return np.zeros((n_chunks,) + shape)
     vector, jet = (n, L, 6), (L, 6)
     return TorqueWorkspace(
+        coef=raw_block_coefficients(k1, k1 + 2, 3), root=base_velocity_stacks(model, L)[1],
         identity=np.eye(3), origin=np.zeros(3),
-        first_moment=np.array(model.first_moment[:n]),
-        rotational_inertia=np.array(model.rotational_inertia[:n]),
+        first_moment=np.array(model.first_moment),
+        rotational_inertia=np.array(model.rotational_inertia),
         E=slots(3, 3), R=slots(3, 3), p=slots(3), w_R=slots(n, 3, 3), w_p=slots(n, 3),
         w_m=slots(1), w_mc=slots(3), w_IO=slots(3, 3),
         s=slots(*vector), v_w=slots(*vector), hJ_w=slots(*vector), Ic=slots(n, L, 6, 6),
@@ -278,3 +286,15 @@ def torque_jacobian_sample(model, tw, chunk, q, root_nu, coef, out):
         for j in range(i + 1, model.subtree_end[i]):
             descendant_pair(s[i], desc_j[j], T)
             write_raw_blocks(T, coef, i, j, out)
+
+
+@jit
+def torque_jacobian_kernel(model, ws, chunk, first, last, qhat, out):
+    """out[s, l, i, r, j] = d tau_i^(l) / d q_j^(r) (raw derivatives, l <= k, r <= k+2) at
+    the samples s = first..last-1 of the Taylor-scaled stacks qhat (n_samples, >= k+3, n),
+    with work slot ``chunk``; ``out`` (n_samples, k+1, n, k+3, n) zero-initialised, of
+    which only the blocks of supporting joints are written. The arguments are
+    ``borrowed`` (``cmtm.kernel_model.borrowed``)."""
+    model, ws, qhat, out = borrowed((model, ws, qhat, out))
+    for smp in range(first, last):
+        torque_jacobian_sample(model, ws, chunk, qhat[smp], ws.root, ws.coef, out[smp])

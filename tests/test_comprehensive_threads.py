@@ -1,6 +1,6 @@
 """The comprehensive kernels split across threads (cmtm.structured_jacobians.jacobian_kernel,
-cmtm.velocity_jacobian.velocity_jacobian_kernel, cmtm.comprehensive.motion_kernel and
-link_cmtm_kernel, run by cmtm.api.run_chunks): the same bits for any thread count or
+cmtm.velocity_jacobian.velocity_jacobian_kernel, cmtm.torque_jacobian.torque_jacobian_kernel,
+cmtm.comprehensive.motion_kernel and link_cmtm_kernel, run by cmtm.api.run_chunks): the same bits for any thread count or
 chunking, one cached workspace per call shape, nothing allocated inside a kernel.
 
 Reference: the engine itself on one thread (``numba.set_num_threads(1)``, one chunk of
@@ -22,6 +22,7 @@ from cmtm.comprehensive import (link_cmtm_kernel, link_cmtm_workspace, motion_ke
 from cmtm.structured_jacobians import (INPUT_OFFSET, JOINT_TORQUE, QUANTITIES,
                                        jacobian_kernel, jacobian_sizes, jacobian_workspace)
 from cmtm.taylor import taylor_from_raw
+from cmtm.torque_jacobian import torque_jacobian_kernel, torque_workspace
 from cmtm.velocity_jacobian import velocity_jacobian_kernel, velocity_jacobian_workspace
 
 ORDER = 2
@@ -97,9 +98,11 @@ def jacobian_outputs(model, n_samples, wanted):
 
 
 def comprehensive_wanted():
-    """Every quantity the API sends to jacobian_kernel (link velocities have their own)."""
+    """Every quantity the API sends to jacobian_kernel (link velocities and joint torques
+    have their own)."""
     wanted = np.ones(len(QUANTITIES), dtype=np.bool_)
     wanted[QUANTITIES.index("link_velocity")] = False
+    wanted[JOINT_TORQUE] = False
     return wanted
 
 
@@ -133,6 +136,19 @@ def velocity_kernel_output(model, qhat, n_chunks):
     return out
 
 
+def torque_output(model, n_samples):
+    """Zeroed output of torque_jacobian_kernel."""
+    return np.zeros((n_samples, ORDER + 1, model.nv, ORDER + 3, model.nv))
+
+
+def torque_kernel_output(model, qhat, n_chunks):
+    """The raw output of torque_jacobian_kernel run in n_chunks chunks."""
+    kernel, out = api.kernel_model_of(model), torque_output(model, qhat.shape[0])
+    api.run_chunks(torque_jacobian_kernel, kernel, torque_workspace(kernel, ORDER, n_chunks),
+                   n_chunks, qhat.shape[0], qhat, out)
+    return out
+
+
 def link_cmtm_output(model, n_samples):
     """Output of link_cmtm_kernel (ORDER + 1 CMTM blocks)."""
     return np.zeros((n_samples, model.nv, ORDER + 1, 6, 6))
@@ -160,6 +176,7 @@ def test_kernels_do_not_depend_on_the_chunking(small_tree):
     wanted = comprehensive_wanted()
     first_J = jacobian_kernel_outputs(small_tree, qhat, wanted, 1)
     first_velocity = velocity_kernel_output(small_tree, qhat, 1)
+    first_torque = torque_kernel_output(small_tree, qhat, 1)
     first_motion = motion_kernel_outputs(small_tree, qhat, 1)
     first_cmtm = link_cmtm_kernel_output(small_tree, qhat, 1)
     for n_chunks in range(2, 8):
@@ -168,6 +185,7 @@ def test_kernels_do_not_depend_on_the_chunking(small_tree):
         assert all(np.array_equal(a, b) for a, b in zip(first_J, J)), n_chunks
         assert np.array_equal(first_velocity, velocity_kernel_output(small_tree, qhat,
                                                                      n_chunks)), n_chunks
+        assert np.array_equal(first_torque, torque_kernel_output(small_tree, qhat, n_chunks))
         motion = motion_kernel_outputs(small_tree, qhat, n_chunks)
         assert all(np.array_equal(a, b) for a, b in zip(first_motion, motion)), n_chunks
 
@@ -182,9 +200,11 @@ def test_second_call_reuses_the_cached_workspaces(small_tree):
     wanted[QUANTITIES.index("joint_force")] = True
     keys = [(id(kernel), "jacobian", (n_chunks, jacobian_sizes(small_tree.nv, ORDER, wanted))),
             (id(kernel), "velocity_jacobian", (n_chunks, ORDER)),
+            (id(kernel), "torque_jacobian", (n_chunks, ORDER)),
             (id(kernel), "motion", (n_chunks, ORDER, True))]
     calls = (lambda: cmtm.jacobian(small_tree, q, "joint_force", order=ORDER),
              lambda: cmtm.jacobian(small_tree, q, "link_velocity", order=ORDER),
+             lambda: cmtm.jacobian(small_tree, q, "joint_torque", order=ORDER),
              lambda: cmtm.motion(small_tree, q, order=ORDER))
     for key, call in zip(keys, calls):
         call()
@@ -211,6 +231,9 @@ def test_kernels_allocate_nothing(small_tree, kernel_allocations):
                 ("velocity_jacobian_kernel", velocity_jacobian_kernel,
                  (kernel, velocity_jacobian_workspace(kernel, ORDER, n_chunks), 0, 0, last,
                   qhat, *velocity_outputs(small_tree, n_samples))),
+                ("torque_jacobian_kernel", torque_jacobian_kernel,
+                 (kernel, torque_workspace(kernel, ORDER, n_chunks), 0, 0, last, qhat,
+                  torque_output(small_tree, n_samples))),
                 ("link_cmtm_kernel", link_cmtm_kernel,
                  (kernel, link_cmtm_workspace(kernel, ORDER + 1, n_chunks), 0, 0, last,
                   qhat, link_cmtm_output(small_tree, n_samples))),

@@ -1,7 +1,8 @@
-"""The order-0 torque Jacobian kernel (cmtm/rnea_derivatives.py) against the comprehensive
-Lemma 6 kernel at k = 0 (6x6 CMTM blocks, a different algorithm), on trees with branches,
-prismatic joints and a floating base; its zeros off the branches; its threads and its
-workspace. Agreement with Pinocchio's computeRNEADerivatives, the naive oracle and finite
+"""The order-0 torque Jacobian kernel (cmtm/rnea_derivatives.py) against the Lemma 6 jet
+kernel at k = 0 (cmtm/torque_jacobian.py, which the API runs for k >= 1: other pair
+formulas on Taylor jets, sharing only the world pose, screw and inertia leaves), on trees
+with branches, prismatic joints and a floating base; its zeros off the branches; its
+threads and its workspace. Agreement with Pinocchio's computeRNEADerivatives, the naive oracle and finite
 differences is tested in test_jacobians.py and test_oracle.py through cmtm.jacobian, which
 runs this kernel at order 0.
 """
@@ -13,8 +14,18 @@ import cmtm
 import kinematic_trees as kt
 from cmtm import api
 from cmtm.rnea_derivatives import torque_derivatives_kernel, torque_derivatives_workspace
-from cmtm.structured_jacobians import JOINT_TORQUE
+from cmtm.taylor import taylor_from_raw
+from cmtm.torque_jacobian import torque_jacobian_kernel, torque_workspace
 from conftest import random_stack, relative_error
+
+
+def lemma6_order0(model, q_stack):
+    """d tau / d(q, q', q'') (n_samples, nv, 3, nv) from the Lemma 6 jet kernel at k = 0."""
+    kernel, n_samples, nv = api.kernel_model_of(model), q_stack.shape[0], model.nv
+    out = np.zeros((n_samples, 1, nv, 3, nv))
+    torque_jacobian_kernel(kernel, torque_workspace(kernel, 0, 1), 0, 0, n_samples,
+                           taylor_from_raw(q_stack[:, :3]), out)
+    return out[:, 0]
 
 
 @pytest.fixture(scope="module")
@@ -27,14 +38,13 @@ def models(panda, tree12):
 
 
 @pytest.mark.parametrize("name", ["panda", "tree12", "prismatic_tree", "floating_chain"])
-def test_matches_comprehensive_lemma6_kernel(models, name):
-    """d tau / d(q, q', q'') of the order-0 kernel = the k = 0 rows of the comprehensive
+def test_matches_lemma6_jet_kernel(models, name):
+    """d tau / d(q, q', q'') of the order-0 kernel = the k = 0 rows of the Lemma 6 jet
     kernel: 1e-12 relative to the largest entry (seen ~1e-15)."""
     model = api.check_model(models[name])
     q_stack = random_stack(model, 3, n_samples=3, seed=7)
     fast = cmtm.jacobian(model, q_stack, "joint_torque", order=0)
-    comprehensive = api._comprehensive_jacobians(model, q_stack, 0, [JOINT_TORQUE])
-    assert relative_error(fast, comprehensive["joint_torque"]) < 1e-12
+    assert relative_error(fast[:, 0], lemma6_order0(model, q_stack)) < 1e-12
 
 
 def test_prismatic_tree_has_prismatic_joints(models):
@@ -45,15 +55,14 @@ def test_prismatic_tree_has_prismatic_joints(models):
 def test_entries_off_the_branches_are_written_zero(models):
     """The kernel writes every entry of its output (the API allocates it uninitialised):
     pairs on different branches are exactly 0 even over NaN-filled memory, and the others
-    are those of the comprehensive kernel."""
+    are those of the Lemma 6 jet kernel."""
     model = api.check_model(models["tree12"])
     q_stack = random_stack(model, 3, n_samples=2, seed=1)
     out = np.full((2, model.nv, 3, model.nv), np.nan)
     kernel = api.kernel_model_of(model)
     torque_derivatives_kernel(kernel, torque_derivatives_workspace(kernel, 1), 0, 0, 2, q_stack,
                               out)
-    expected = api._comprehensive_jacobians(model, q_stack, 0, [JOINT_TORQUE])
-    expected = expected["joint_torque"][:, 0]
+    expected = lemma6_order0(model, q_stack)
     assert np.isfinite(out).all()
     related = np.zeros((model.nv, model.nv), dtype=bool)
     for i in range(model.nv):
