@@ -112,6 +112,7 @@ COMPILE_CASES = {
     "motion": "cmtm.motion(model, q_stack, order=0)",
     TORQUE_JACOBIAN: "cmtm.jacobian(model, q_stack, 'joint_torque', order=0)",
     "jacobian link_velocity": "cmtm.jacobian(model, q_stack, 'link_velocity', order=0)",
+    "jacobian joint_torque order 1": "cmtm.jacobian(model, q_stack, 'joint_torque', order=1)",
     "jacobian link_velocity order 1": "cmtm.jacobian(model, q_stack, 'link_velocity', order=1)",
     "jacobians 3 quantities order 1": (
         "cmtm.jacobians(model, q_stack, ('link_velocity', 'link_momentum', 'joint_torque'), "
