@@ -14,10 +14,11 @@ Tree traversal (links in depth-first pre-order, ``parent[i] < i``):
   ``support[support_start[i]:support_start[i + 1]]``.
 
 Threads. A kernel batched over samples computes one contiguous chunk of them,
-``kernel(model, workspace, c, first, last, ...)``, with its own slot c of every workspace
-array (leading axis); ``cmtm.api.run_chunks`` runs at most one chunk per thread of
-``numba.get_num_threads()`` (Numba's ``NUMBA_NUM_THREADS`` environment variable or
-``numba.set_num_threads``), and fewer when a call holds little work
+``kernel(model, workspace, c, first, last, ...)``, with slot c of every workspace array
+(leading axis); ``cmtm.api.run_chunks`` gives each chunk a workspace of its own (one
+slot, so that two threads never write one cache line) and runs at most one chunk per
+thread of ``numba.get_num_threads()`` (Numba's ``NUMBA_NUM_THREADS`` environment variable
+or ``numba.set_num_threads``), and fewer when a call holds little work
 (``cmtm.api.chunk_count``). Every sample is computed by the same instructions whatever
 the chunking, so results are identical bit for bit for any thread count.
 """

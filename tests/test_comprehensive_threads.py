@@ -121,8 +121,9 @@ def motion_outputs(model, n_samples):
 def jacobian_kernel_outputs(model, qhat, wanted, n_chunks):
     """The Taylor outputs of jacobian_kernel run in n_chunks chunks."""
     kernel, outputs = api.kernel_model_of(model), jacobian_outputs(model, qhat.shape[0], wanted)
-    api.run_chunks(jacobian_kernel, kernel, jacobian_workspace(kernel, ORDER, wanted, n_chunks),
-                   n_chunks, qhat.shape[0], qhat, wanted, outputs)
+    api.run_chunks(jacobian_kernel, kernel,
+                   [jacobian_workspace(kernel, ORDER, wanted, 1) for _ in range(n_chunks)],
+                   qhat.shape[0], qhat, wanted, outputs)
     return outputs
 
 
@@ -130,7 +131,7 @@ def velocity_kernel_output(model, qhat, n_chunks):
     """The raw output of velocity_jacobian_kernel run in n_chunks chunks."""
     kernel, (out, finite) = api.kernel_model_of(model), velocity_outputs(model, qhat.shape[0])
     api.run_chunks(velocity_jacobian_kernel, kernel,
-                   velocity_jacobian_workspace(kernel, ORDER, n_chunks), n_chunks,
+                   [velocity_jacobian_workspace(kernel, ORDER, 1) for _ in range(n_chunks)],
                    qhat.shape[0], qhat, out, finite)
     assert finite.all()
     return out
@@ -144,8 +145,9 @@ def torque_output(model, n_samples):
 def torque_kernel_output(model, qhat, n_chunks):
     """The raw output of torque_jacobian_kernel run in n_chunks chunks."""
     kernel, out = api.kernel_model_of(model), torque_output(model, qhat.shape[0])
-    api.run_chunks(torque_jacobian_kernel, kernel, torque_workspace(kernel, ORDER, n_chunks),
-                   n_chunks, qhat.shape[0], qhat, out)
+    api.run_chunks(torque_jacobian_kernel, kernel,
+                   [torque_workspace(kernel, ORDER, 1) for _ in range(n_chunks)],
+                   qhat.shape[0], qhat, out)
     return out
 
 
@@ -157,16 +159,18 @@ def link_cmtm_output(model, n_samples):
 def link_cmtm_kernel_output(model, qhat, n_chunks):
     """The Taylor output of link_cmtm_kernel run in n_chunks chunks."""
     kernel, out = api.kernel_model_of(model), link_cmtm_output(model, qhat.shape[0])
-    api.run_chunks(link_cmtm_kernel, kernel, link_cmtm_workspace(kernel, ORDER + 1, n_chunks),
-                   n_chunks, qhat.shape[0], qhat, out)
+    api.run_chunks(link_cmtm_kernel, kernel,
+                   [link_cmtm_workspace(kernel, ORDER + 1, 1) for _ in range(n_chunks)],
+                   qhat.shape[0], qhat, out)
     return out
 
 
 def motion_kernel_outputs(model, qhat, n_chunks):
     """The Taylor outputs of motion_kernel run in n_chunks chunks."""
     kernel, outputs = api.kernel_model_of(model), motion_outputs(model, qhat.shape[0])
-    api.run_chunks(motion_kernel, kernel, motion_workspace(kernel, ORDER, True, n_chunks),
-                   n_chunks, qhat.shape[0], qhat, True, True, True, outputs)
+    api.run_chunks(motion_kernel, kernel,
+                   [motion_workspace(kernel, ORDER, True, 1) for _ in range(n_chunks)],
+                   qhat.shape[0], qhat, True, True, True, outputs)
     return outputs
 
 
@@ -191,17 +195,16 @@ def test_kernels_do_not_depend_on_the_chunking(small_tree):
 
 
 def test_second_call_reuses_the_cached_workspaces(small_tree):
-    """The api's per-thread cache holds one workspace per (kernel model, kind, chunks,
-    sizes); a second call finds them."""
+    """The api's per-thread cache holds one workspace per (kernel model, kind, chunk,
+    sizes); a second call finds them (chunk 0: every call has it)."""
     q = random_stack(small_tree, ORDER + 3, n_samples=SAMPLES, seed=34)
     kernel = api.kernel_model_of(small_tree)
-    n_chunks = api.thread_slots(SAMPLES)
     wanted = np.zeros(len(QUANTITIES), dtype=np.bool_)
     wanted[QUANTITIES.index("joint_force")] = True
-    keys = [(id(kernel), "jacobian", (n_chunks, jacobian_sizes(small_tree.nv, ORDER, wanted))),
-            (id(kernel), "velocity_jacobian", (n_chunks, ORDER)),
-            (id(kernel), "torque_jacobian", (n_chunks, ORDER)),
-            (id(kernel), "motion", (n_chunks, ORDER, True))]
+    keys = [(id(kernel), "jacobian", (0, jacobian_sizes(small_tree.nv, ORDER, wanted))),
+            (id(kernel), "velocity_jacobian", (0, ORDER)),
+            (id(kernel), "torque_jacobian", (0, ORDER)),
+            (id(kernel), "motion", (0, ORDER, True))]
     calls = (lambda: cmtm.jacobian(small_tree, q, "joint_force", order=ORDER),
              lambda: cmtm.jacobian(small_tree, q, "link_velocity", order=ORDER),
              lambda: cmtm.jacobian(small_tree, q, "joint_torque", order=ORDER),

@@ -30,23 +30,24 @@ KINDS = {"inverse_dynamics": "rnea", "mass_matrix": "crba", "link_poses": "link_
 
 
 def kernel_run(function, kernel, q, n_chunks):
-    """The outputs of the kernel behind ``function`` run directly in n_chunks chunks."""
+    """The outputs of the kernel behind ``function`` run directly in n_chunks chunks, each
+    with a workspace of its own (as cmtm.api runs them)."""
     n_samples, nv = q.shape[0], q.shape[2]
     q0 = np.ascontiguousarray(q[:, 0])
     if function == "inverse_dynamics":
-        kernel_call, ws, args = rnea.rnea_kernel, rnea.rnea_workspace(kernel, n_chunks), \
+        kernel_call, allocate, args = rnea.rnea_kernel, rnea.rnea_workspace, \
             (q, np.empty((n_samples, nv)))
     elif function == "mass_matrix":
-        kernel_call, ws, args = rnea.crba_kernel, rnea.crba_workspace(kernel, n_chunks), \
+        kernel_call, allocate, args = rnea.crba_kernel, rnea.crba_workspace, \
             (q0, np.empty((n_samples, nv, nv)))
     elif function == "link_velocity_jacobian":
-        kernel_call, ws = velocity_derivatives_kernel, \
-            velocity_derivatives_workspace(kernel, n_chunks)
+        kernel_call, allocate = velocity_derivatives_kernel, velocity_derivatives_workspace
         args = (q, np.zeros((n_samples, 1, 6 * nv, 2, nv)), np.empty(n_samples, np.bool_))
     else:
-        kernel_call, ws, args = link_poses_kernel, link_poses_workspace(kernel, n_chunks), \
+        kernel_call, allocate, args = link_poses_kernel, link_poses_workspace, \
             (q0, np.empty((n_samples, nv, 3, 3)), np.empty((n_samples, nv, 3)))
-    api.run_chunks(kernel_call, kernel, ws, n_chunks, n_samples, *args)
+    api.run_chunks(kernel_call, kernel, [allocate(kernel, 1) for _ in range(n_chunks)],
+                   n_samples, *args)
     return args[1:]
 
 
@@ -97,12 +98,12 @@ def test_order0_results_do_not_depend_on_the_chunking(function):
 
 @pytest.mark.parametrize("function", sorted(ORDER0))
 def test_second_call_reuses_the_cached_workspace(panda, function):
-    """The api's per-thread workspace cache holds one object for (kernel model, kind, number
-    of chunks); a second call finds it and allocates no new one."""
+    """The api's per-thread workspace cache holds one object for (kernel model, kind, chunk);
+    a second call finds chunk 0's and allocates no new one."""
     q = random_stack(panda, 3, n_samples=SAMPLES, seed=22)
     ORDER0[function](panda, q)
     kernel = api.kernel_model_of(api.check_model(panda))
-    key = (id(kernel), KINDS[function], api.thread_slots(SAMPLES))
+    key = (id(kernel), KINDS[function], (0,))
     first = api._WORKSPACES.cache[key][1]
     ORDER0[function](panda, q)
     assert api._WORKSPACES.cache[key][1] is first
@@ -156,9 +157,9 @@ def test_small_calls_stay_on_the_calling_thread(panda, monkeypatch):
     chunks = []
     run_chunks = api.run_chunks
 
-    def counting(kernel, kernel_model, work, n_chunks, *args, **kwargs):
-        chunks.append(n_chunks)
-        return run_chunks(kernel, kernel_model, work, n_chunks, *args, **kwargs)
+    def counting(kernel, kernel_model, works, *args, **kwargs):
+        chunks.append(len(works))
+        return run_chunks(kernel, kernel_model, works, *args, **kwargs)
     monkeypatch.setattr(api, "run_chunks", counting)
     before = numba.get_num_threads()
     try:
