@@ -150,6 +150,20 @@ def test_chunk_count_keeps_little_work_on_one_thread():
     assert api.chunk_count(0, 1.0, 8) == 1
 
 
+def test_chunk_bounds_cover_the_samples_once_with_the_lead_in_chunk_0():
+    """Contiguous chunks from start to n_samples; chunk 0 holds the ``lead`` samples on top
+    of a near-equal share of the rest (the others differ by at most one sample)."""
+    for start, n_samples, n_chunks, lead in ((0, 200, 2, 4), (1, 200, 2, 0), (0, 7, 3, 2),
+                                             (5, 105, 4, 10), (0, 10, 2, 5), (0, 3, 3, 0)):
+        bounds = [api.chunk_bounds(start, n_samples, n_chunks, c, lead)
+                  for c in range(n_chunks)]
+        assert bounds[0][0] == start and bounds[-1][1] == n_samples
+        assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:]))
+        shares = [last - first for first, last in bounds]
+        shares[0] -= lead
+        assert min(shares) >= 0 and max(shares) - min(shares) <= 1
+
+
 def test_small_calls_stay_on_the_calling_thread(panda, monkeypatch):
     """Two samples of the Panda's torque Jacobian are microseconds of work: after the first
     call has measured the cost, no chunk goes to the thread pool."""
