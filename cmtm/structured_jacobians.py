@@ -11,9 +11,10 @@ along the trajectory. Each lemma of §7.2 maps these first columns to first colu
 
 So a pair (output link i, joint j) carries an array ``G[s, m, :]`` of the Taylor
 coefficients of G_s, and only pairs with j supporting i are visited: ancestors of i
-(kinematic rows, link momenta and forces), ancestors and descendants (joint momenta,
-joint forces, torques). The raw blocks d y^(l) / d q_j^(r) = sum_s l!/(r-s)! G_s[l-r+s]
-(§7.6, §8) are written straight into the output.
+(kinematic rows, link momenta and forces), ancestors and descendants (joint momenta and
+forces; the torques of ``cmtm.torque_jacobian`` likewise). The raw blocks
+d y^(l) / d q_j^(r) = sum_s l!/(r-s)! G_s[l-r+s] (§7.6, §8) are written straight into
+the output.
 
 ==========================  ==========  ==================  ==============================
 paper                       code        shape (one pair)    rule
@@ -34,7 +35,7 @@ here V only feeds the momentum and force rows. The ``wanted`` mask keeps the ord
 QUANTITIES; its joint-torque entry must be False.
 
 L = k + 1 + (deepest input order offset requested): k+1 tangents, k+2 velocities and
-momenta, k+3 forces and torques. Everything inside is Taylor-scaled.
+momenta, k+3 forces. Everything inside is Taylor-scaled.
 
 Tree walks and threads. The pairs (i, j in P(i)) are walked through the KernelModel's
 support arrays, the strict descendants of i through its subtree range. The samples are
