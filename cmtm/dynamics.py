@@ -61,7 +61,7 @@ def force_from_momentum(nu, h, f):
     """
     for i in range(f.shape[0]):
         derivative_stack(h[i], f[i])
-        force_cross_conv(nu[i], h[i], f[i])
+        force_cross_conv(nu[i], h[i], f[i], 1.0)
 
 
 @jit

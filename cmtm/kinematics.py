@@ -119,9 +119,9 @@ def velocity_pass(parent, S, Xup, qhat, root_nu, nu):
             for c in range(6):
                 nu[i, m, c] = rate * S[i, c]
         if parent[i] < 0:
-            conv_block_vec(Xup[i], root_nu, nu[i])
+            conv_block_vec(Xup[i], root_nu, nu[i], 1.0)
         else:
-            conv_block_vec(Xup[i], nu[parent[i]], nu[i])
+            conv_block_vec(Xup[i], nu[parent[i]], nu[i], 1.0)
 
 
 @jit_inline

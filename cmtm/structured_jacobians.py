@@ -162,7 +162,7 @@ def tangent_sweep(model, S, Xup, Gx):
         for t in range(model.support_start[i] + 1, model.support_start[i + 1]):
             j = model.support[t]
             zero_stack(Gx[i, j])
-            conv_block_vec(Xup[i], Gx[model.parent[i], j], Gx[i, j])
+            conv_block_vec(Xup[i], Gx[model.parent[i], j], Gx[i, j], 1.0)
 
 
 @jit
@@ -187,7 +187,7 @@ def world_momentum_rule(Xinv_L, h_L, Gx, H, local, W):
     """Lemma 4 step 1: d~h = X^*(dh + [h hat x^*]_T dx), with [h hat x^*] dx = [dx x^*] h and
     X^* the blockwise transpose of X_L^{-1} (§2.3); ``local`` is a work array like H[0]."""
     copy_stack(H[0], local)
-    force_cross_conv(Gx, h_L, local)
+    force_cross_conv(Gx, h_L, local, 1.0)
     zero_blocks(W)
     conv_blockT_vec(Xinv_L, local, W[0])
     conv_blockT_vec(Xinv_L, H[1], W[1])
@@ -215,9 +215,9 @@ def force_rule(nu, h, H, V, ancestor, F):
     zero_blocks(F)
     for s in range(2):
         derivative_stack(H[s], F[s])
-        force_cross_conv(nu, H[s], F[s])
+        force_cross_conv(nu, H[s], F[s], 1.0)
         if ancestor:
-            force_cross_conv(V[s], h, F[s])
+            force_cross_conv(V[s], h, F[s], 1.0)
     add_stack(H[0], F[1])
     copy_stack(H[1], F[2])
 

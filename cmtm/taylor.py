@@ -120,7 +120,7 @@ def conv_motion_blocks(A, B, out):
 
 
 @jit
-def conv_block_vec(A, x, out, scale=1.0):
+def conv_block_vec(A, x, out, scale):
     """out[l] += scale * sum_{m<=l} A[l-m] @ x[m] for l < len(out): T(A) x (J1).
 
     A: (>=K, 6, 6) blocks; x: (>=K, 6); out: (K, 6).
@@ -155,7 +155,7 @@ def motion_cross_conv(a, b, out):
 
 
 @jit
-def force_cross_conv(a, h, out, scale=1.0):
+def force_cross_conv(a, h, out, scale):
     """out[l] += scale * sum_{m<=l} [a_m x_6^*] h_{l-m}: T([a x^*]) h, the Taylor form of
     a x^* h (§1.1, §1.3)."""
     for l in range(out.shape[0]):

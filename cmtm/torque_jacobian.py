@@ -157,7 +157,7 @@ def link_world_jets(model, tw, c, i, q, v_parent):
             for col in range(6):
                 I[m + 1, r, col] /= m + 1
     zero_stack(h)
-    conv_block_vec(I, v, h)
+    conv_block_vec(I, v, h, 1.0)
 
 
 @jit_inline
@@ -183,15 +183,15 @@ def link_jets(tw, chunk, i, root_nu):
     e, b, a, y0, gamma, dIc = tw.e[chunk], tw.b[chunk], tw.a[chunk], tw.y0[chunk], \
         tw.gamma[chunk], tw.dIc[chunk]
     zero_stack(e)
-    force_cross_conv(s, tw.hJ_w[chunk, i], e)
+    force_cross_conv(s, tw.hJ_w[chunk, i], e, 1.0)
     zero_stack(b)
-    conv_block_vec(Ic, s, b)
+    conv_block_vec(Ic, s, b, 1.0)
     for m in range(dIc.shape[0]):
         for r in range(6):
             for c in range(6):
                 dIc[m, r, c] = (m + 1) * Ic[m + 1, r, c]
     zero_stack(gamma)
-    conv_block_vec(dIc, s, gamma)
+    conv_block_vec(dIc, s, gamma, 1.0)
     zero_stack(a)
     motion_cross_conv(s, v_parent, a)
     copy_stack(e, y0)

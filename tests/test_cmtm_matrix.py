@@ -109,7 +109,7 @@ def u_operator_apply(M, z, out):
     The Taylor form of w = z' + M z; z needs len(out)+1 coefficients.
     """
     derivative_stack(z, out)
-    conv_block_vec(M, z, out)
+    conv_block_vec(M, z, out, 1.0)
 
 
 def cross_blocks(nu, cross=None):
@@ -141,7 +141,8 @@ def test_hat_swap_identities_toeplitz(k):
     motion_cross_conv / force_cross_conv equal the dense Toeplitz products."""
     x, y = random_nu(k + 1, 1), random_nu(k + 1, 2)
     for cross, hat, conv in ((motion_cross, motion_hat, motion_cross_conv),
-                             (force_cross, force_hat, force_cross_conv)):
+                             (force_cross, force_hat,
+                              lambda a, h, out: force_cross_conv(a, h, out, 1.0))):
         left = toeplitz(cross_blocks(x, cross)) @ y.ravel()
         assert_small(left, toeplitz(cross_blocks(y, hat)) @ x.ravel())
         out = np.zeros((k + 1, 6))
@@ -191,7 +192,7 @@ def test_block_convolutions_equal_dense_toeplitz_products(k):
     conv_blocks(A, B, out)
     assert_small(toeplitz(out), toeplitz(A) @ toeplitz(B))
     vec = np.zeros((k + 1, 6))
-    conv_block_vec(A, x, vec)
+    conv_block_vec(A, x, vec, 1.0)
     assert_small(vec.ravel(), toeplitz(A) @ x.ravel())
 
 
