@@ -733,14 +733,15 @@ def jacobians(model, q_stack, quantities, order=0):
 
 def _structured_jacobians(model, stack, k, indices):
     """{name: (n_samples, k+1, m, K_in, nv)} of a validated stack (the kernel calls), in the
-    order of ``indices``: the joint-torque and link-velocity Jacobians by their own kernels
-    (:func:`_torque_jacobian`, :func:`_velocity_jacobian`), the rest by the comprehensive
-    one."""
+    order of ``indices``: the joint torque by its own kernel (:func:`_torque_jacobian`), the
+    link velocity by its own (:func:`_velocity_jacobian`) unless other quantities need the
+    comprehensive kernel, which then writes it too (its V columns feed their rows: one
+    kernel less to run and to compile), the rest by the comprehensive kernel."""
     result, rest = {}, list(dict.fromkeys(indices))
     if JOINT_TORQUE in rest:
         result["joint_torque"] = _torque_jacobian(model, stack, k)
         rest.remove(JOINT_TORQUE)
-    if LINK_VELOCITY in rest:
+    if rest == [LINK_VELOCITY]:
         result["link_velocity"] = _velocity_jacobian(model, stack, k)
         rest.remove(LINK_VELOCITY)
     if rest:

@@ -29,10 +29,11 @@ J_{f_{L_i}}, J_{f_{J_i}}    ``F``       (3, L-2, 6)         Lemma 5
 
 The joint torque rows have their own kernel (Lemma 6 in world coordinates,
 ``cmtm.torque_jacobian``, where every pair costs dot products of 6-vector jets instead of
-6x6 block convolutions), and so do the link-velocity rows (``cmtm.velocity_jacobian``, the
-same rule on columns laid out for vectorized loops); ``cmtm.api`` sends them there, and
-here V only feeds the momentum and force rows. The ``wanted`` mask keeps the order of
-QUANTITIES; its joint-torque entry must be False.
+6x6 block convolutions), and so do the link-velocity rows asked for alone
+(``cmtm.velocity_jacobian``, the same rule on columns laid out for vectorized loops);
+``cmtm.api`` sends them there. Asked for with other rows of this kernel, the link-velocity
+rows are written here from V, which the momentum and force rows need anyway. The
+``wanted`` mask keeps the order of QUANTITIES; its joint-torque entry must be False.
 
 L = k + 1 + (deepest input order offset requested): k+1 tangents, k+2 velocities and
 momenta, k+3 forces. Everything inside is Taylor-scaled.
@@ -298,14 +299,16 @@ def joint_momentum_pair(ws, chunk, state, i, j, wanted, outputs, smp):
 
 @jit_inline
 def momentum_rows(model, ws, chunk, state, wanted, world, outputs, smp):
-    """Lemmas 2-4 on the gravity-free pass ``state``: link momentum (local, world), joint
-    momentum (world, local) raw blocks for sample ``smp``, from the link-velocity columns
-    V (whose own rows ``cmtm.velocity_jacobian`` writes)."""
-    H, W, coef = ws.H[chunk], ws.W[chunk], ws.coef
+    """Lemmas 2-4 on the gravity-free pass ``state``: link velocity, link momentum (local,
+    world), joint momentum (world, local) raw blocks for sample ``smp``, from the
+    link-velocity columns V."""
+    V, H, W, coef = ws.V[chunk], ws.H[chunk], ws.W[chunk], ws.coef
     link_sweep(model, ws, chunk, state, wanted[LINK_MOMENTUM], world)
     for i in range(model.parent.shape[0]):
         for t in range(model.support_start[i], model.support_start[i + 1]):
             j = model.support[t]
+            if wanted[LINK_VELOCITY]:
+                write_raw_blocks(V[i, j], coef, 6 * i, j, outputs[LINK_VELOCITY][smp])
             if wanted[LINK_MOMENTUM]:
                 write_raw_blocks(H[i, j], coef, 6 * i, j, outputs[LINK_MOMENTUM][smp])
             if wanted[LINK_MOMENTUM_WORLD]:

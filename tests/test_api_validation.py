@@ -10,7 +10,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import random_stack
+from conftest import random_stack, relative_error
 
 import cmtm
 import cmtm.api
@@ -256,14 +256,19 @@ def test_empty_quantity_list_is_rejected(model):
 @pytest.mark.parametrize("order", [0, 1])
 def test_jacobians_keys_follow_the_request(model, order):
     """The dict lists each requested quantity once, in the order asked, although the
-    order-0 torque and the link velocity come from kernels of their own; a repeated name
-    is computed once."""
+    torque comes from a kernel of its own; a repeated name is computed once. Each equals
+    the single-quantity call: bit for bit, except the link velocity, which with other rows
+    comes from the comprehensive kernel and alone from its own (round-off, 1e-13)."""
     names = ["link_force", "joint_torque", "joint_velocity", "link_velocity", "joint_torque"]
     q = random_stack(model, order + 3, n_samples=2)
     result = cmtm.jacobians(model, q, names, order=order)
     assert list(result) == ["link_force", "joint_torque", "joint_velocity", "link_velocity"]
     for name in result:
-        assert np.array_equal(result[name], cmtm.jacobian(model, q, name, order=order)), name
+        alone = cmtm.jacobian(model, q, name, order=order)
+        if name == "link_velocity":
+            assert relative_error(result[name], alone) < 1e-13
+        else:
+            assert np.array_equal(result[name], alone), name
 
 
 def test_public_name_cmtm_jacobians_is_the_function():

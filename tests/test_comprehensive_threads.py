@@ -98,10 +98,8 @@ def jacobian_outputs(model, n_samples, wanted):
 
 
 def comprehensive_wanted():
-    """Every quantity the API sends to jacobian_kernel (link velocities and joint torques
-    have their own)."""
+    """Every quantity the API sends to jacobian_kernel (joint torques have their own)."""
     wanted = np.ones(len(QUANTITIES), dtype=np.bool_)
-    wanted[QUANTITIES.index("link_velocity")] = False
     wanted[JOINT_TORQUE] = False
     return wanted
 
