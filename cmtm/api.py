@@ -483,9 +483,10 @@ def run_chunks(kernel, kernel_model, works, n_samples, *arrays, start=0, lead=0)
     """kernel(kernel_model, works[c], 0, first, last, *arrays) for every chunk c of the
     samples start..n_samples-1 (:func:`chunk_bounds`), one chunk per workspace of ``works``
     (slot 0 of each): chunk 0 on the calling thread, with ``lead`` samples more, the others
-    on the shared thread pool at the same time (the kernels release the GIL). A chunk writes only its samples and its own workspace,
-    and every sample runs the same instructions whatever its chunk, so the results are
-    identical bit for bit for any thread count. Plain threads rather than Numba's
+    on the shared thread pool at the same time (the kernels release the GIL). A chunk
+    writes only its samples and its own workspace, and every sample runs the same
+    instructions whatever its chunk, so the results are identical bit for bit for any
+    thread count. Plain threads rather than Numba's
     ``parallel=True``: the same speed-up, and half the cold compile time. A workspace of
     its own per chunk rather than one slot each of one workspace: neighbouring slots of
     the small scratch arrays shared cache lines between the threads (measured: the
