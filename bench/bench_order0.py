@@ -485,8 +485,8 @@ def print_tables(blocks, args):
         f"computeRNEADerivatives (target cmtm/pin <= {JACOBIAN_RATIO_TARGET:g}), "
         f"link_velocity vs computeForwardKinematicsDerivatives + getJointVelocityDerivatives "
         f"(LOCAL) of every joint",
-        MODEL_COLUMNS + [("function", "function", "", 23), CMTM_US, PIN_US, ("cmtm/pin", "cmtm_over_pin", ".2f", 8), REL_ERR,
-                         TARGET], jacobians)
+        MODEL_COLUMNS + [("function", "function", "", 23), CMTM_US, PIN_US,
+                         ("cmtm/pin", "cmtm_over_pin", ".2f", 8), REL_ERR, TARGET], jacobians)
     print_rows(
         f"3. Thread scaling, numba.set_num_threads(t), t = 1..{numba.config.NUMBA_NUM_THREADS} "
         f"({numba.threading_layer()} layer); speedup vs 1 thread; identical: np.array_equal "

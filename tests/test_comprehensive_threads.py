@@ -1,7 +1,8 @@
 """The comprehensive kernels split across threads (cmtm.structured_jacobians.jacobian_kernel,
 cmtm.velocity_jacobian.velocity_jacobian_kernel, cmtm.torque_jacobian.torque_jacobian_kernel,
-cmtm.comprehensive.motion_kernel and link_cmtm_kernel, run by cmtm.api.run_chunks): the same bits for any thread count or
-chunking, one cached workspace per call shape, nothing allocated inside a kernel.
+cmtm.comprehensive.motion_kernel and link_cmtm_kernel, run by cmtm.api.run_chunks): the
+same bits for any thread count or chunking, one cached workspace per call shape, nothing
+allocated inside a kernel.
 
 Reference: the engine itself on one thread (``numba.set_num_threads(1)``, one chunk of
 samples) against all of ``numba.config.NUMBA_NUM_THREADS`` (one chunk per thread), and
