@@ -35,7 +35,7 @@ b'_j = gamma_j + I^C_j s'_j. Pairs on different branches are zero.
 =========================  ================  ==========  =================================
 symbol                     code              shape       meaning (world frame, raw)
 =========================  ================  ==========  =================================
-R_i, p_i (link in parent)  ``R, p``          (n,3,3)...  link_pose_in_parent
+R_i, p_i (link in parent)  ``R, p``          (3,3), (3)  link_pose_in_parent, one link
 R_i, p_i (link in world)   ``w_R, w_p``      (n,3,3)...  pose of link i in the base
 s, s', s''                 ``w_s``           (n, 3, 6)   joint screw and its derivatives
 v, alpha                   ``w_v, w_alpha``  (n, 6)      twist, spatial acceleration
@@ -94,7 +94,7 @@ def torque_derivatives_workspace(kernel_model, n_chunks):
     def work(*shape):
         return np.empty((n_chunks,) + shape)
     return TorqueDerivativesWorkspace(
-        E=work(3, 3), R=work(n, 3, 3), p=work(n, 3), w_R=work(n, 3, 3), w_p=work(n, 3),
+        E=work(3, 3), R=work(3, 3), p=work(3), w_R=work(n, 3, 3), w_p=work(n, 3),
         w_s=work(n, 3, 6), w_v=work(n, 6), w_alpha=work(n, 6),
         w_Ic=work(n, 6, 6), w_dIc=work(n, 6, 6), w_h=work(n, 6), w_F=work(n, 6),
         w_m=work(1), w_mc=work(3), w_IO=work(3, 3), w_v0=work(6), w_a0=work(6),
@@ -113,6 +113,23 @@ def world_pose(R_parent, p_parent, R, p, w_R, w_p):
                 R_parent[r, 2] * R[2, c]
         w_p[r] = R_parent[r, 0] * p[0] + R_parent[r, 1] * p[1] + R_parent[r, 2] * p[2] + \
             p_parent[r]
+
+
+@jit_inline
+def link_world_pose(model, i, q_i, E, R, p, identity, origin, w_R, w_p, s):
+    """Pose of link i in the base, (w_R[i], w_p[i]) = its parent's pose (the base's:
+    identity, origin) times its pose in the parent (R, p: ``link_pose_in_parent``, with
+    E), and its world joint screw s (``world_screw``): the first lines of the per-link
+    recursion of every world-frame kernel (here, ``cmtm.velocity_derivatives``,
+    ``cmtm.torque_jacobian``)."""
+    par = model.parent[i]
+    link_pose_in_parent(model.joint_type[i], model.axis[i], model.placement_R[i],
+                        model.placement_p[i], q_i, E, R, p)
+    if par < 0:
+        world_pose(identity, origin, R, p, w_R[i], w_p[i])
+    else:
+        world_pose(w_R[par], w_p[par], R, p, w_R[i], w_p[i])
+    world_screw(model.joint_type[i], model.axis[i], w_R[i], w_p[i], s)
 
 
 @jit
@@ -191,21 +208,18 @@ def forward_pass(model, ws, c, q, qd, qdd):
     f_i (w_F): the first loop of the module docstring."""
     for i in range(model.parent.shape[0]):
         par = model.parent[i]
-        R, p, w_R, w_p = ws.R[c, i], ws.p[c, i], ws.w_R[c, i], ws.w_p[c, i]
+        w_R, w_p = ws.w_R[c, i], ws.w_p[c, i]
         s, ds, dds = ws.w_s[c, i, 0], ws.w_s[c, i, 1], ws.w_s[c, i, 2]
         v, alpha, I, dI = ws.w_v[c, i], ws.w_alpha[c, i], ws.w_Ic[c, i], ws.w_dIc[c, i]
-        link_pose_in_parent(model.joint_type[i], model.axis[i], model.placement_R[i],
-                            model.placement_p[i], q[i], ws.E[c], R, p)
+        link_world_pose(model, i, q[i], ws.E[c], ws.R[c], ws.p[c], ws.identity, ws.origin,
+                        ws.w_R[c], ws.w_p[c], s)
         if par < 0:
-            world_pose(ws.identity, ws.origin, R, p, w_R, w_p)
             v_par, alpha_par = ws.w_v0[c], ws.w_a0[c]   # base at rest, accelerating at -g
         else:
-            world_pose(ws.w_R[c, par], ws.w_p[c, par], R, p, w_R, w_p)
             v_par, alpha_par = ws.w_v[c, par], ws.w_alpha[c, par]
         for r in range(6):
             v[r] = v_par[r]
             alpha[r] = alpha_par[r]
-        world_screw(model.joint_type[i], model.axis[i], w_R, w_p, s)
         for r in range(6):
             ds[r] = 0.0
             dds[r] = 0.0

@@ -50,8 +50,7 @@ import numpy as np
 from cmtm._jit import jit, jit_inline
 from cmtm.kernel_model import borrowed
 from cmtm.kinematics import base_velocity_stacks
-from cmtm.rnea import link_pose_in_parent
-from cmtm.rnea_derivatives import inertia_rate_add, world_inertia, world_pose, world_screw
+from cmtm.rnea_derivatives import inertia_rate_add, link_world_pose, world_inertia
 from cmtm.spatial import motion_cross_add
 from cmtm.taylor import (add_blocks, add_stack, conv_block_vec, copy_stack, force_cross_conv,
                          motion_cross_conv, raw_block_coefficients, write_raw_blocks,
@@ -126,16 +125,9 @@ def link_world_jets(model, tw, c, i, q, v_parent):
         h_m = sum_{a<=m} I_a v_{m-a}                                   (h = I v)
 
     into tw.s, v_w, Ic and hJ_w (the link's own inertia and momentum)."""
-    par = model.parent[i]
-    w_R, w_p = tw.w_R[c, i], tw.w_p[c, i]
     s, v, I, h = tw.s[c, i], tw.v_w[c, i], tw.Ic[c, i], tw.hJ_w[c, i]
-    link_pose_in_parent(model.joint_type[i], model.axis[i], model.placement_R[i],
-                        model.placement_p[i], q[0, i], tw.E[c], tw.R[c], tw.p[c])
-    if par < 0:
-        world_pose(tw.identity, tw.origin, tw.R[c], tw.p[c], w_R, w_p)
-    else:
-        world_pose(tw.w_R[c, par], tw.w_p[c, par], tw.R[c], tw.p[c], w_R, w_p)
-    world_screw(model.joint_type[i], model.axis[i], w_R, w_p, s[0])
+    link_world_pose(model, i, q[0, i], tw.E[c], tw.R[c], tw.p[c], tw.identity, tw.origin,
+                    tw.w_R[c], tw.w_p[c], s[0])
     L = s.shape[0]
     for m in range(L - 1):
         s[m + 1, :] = 0.0
@@ -147,8 +139,8 @@ def link_world_jets(model, tw, c, i, q, v_parent):
             for a in range(m + 1):
                 acc += s[a, r] * ((m - a + 1) * q[m - a + 1, i])
             v[m, r] = acc
-    world_inertia(model.mass[i], tw.first_moment[i], tw.rotational_inertia[i], w_R, w_p,
-                  tw.w_m[c], tw.w_mc[c], tw.w_IO[c], I[0])
+    world_inertia(model.mass[i], tw.first_moment[i], tw.rotational_inertia[i], tw.w_R[c, i],
+                  tw.w_p[c, i], tw.w_m[c], tw.w_mc[c], tw.w_IO[c], I[0])
     for m in range(L - 1):
         I[m + 1, :, :] = 0.0
         for a in range(m + 1):

@@ -26,7 +26,7 @@ of other joints are left as they are (the caller zero-initialises the output).
 ==================  =============  ===========  ======================================
 symbol              code           shape        meaning (world frame)
 ==================  =============  ===========  ======================================
-R_i, p_i (parent)   ``R, p``       (n,3,3)...   link_pose_in_parent
+R_i, p_i (parent)   ``R, p``       (3,3), (3)   link_pose_in_parent, one link
 R_i, p_i (world)    ``w_R, w_p``   (n,3,3)...   pose of link i in the base
 s', s               ``w_cols``     (2, 6, n)    columns of d nu / d q and d nu / d q'
 v                   ``w_v``        (n, 6)       world twist of each link
@@ -38,8 +38,7 @@ import numpy as np
 
 from cmtm._jit import jit, jit_inline
 from cmtm.kernel_model import borrowed
-from cmtm.rnea import link_pose_in_parent
-from cmtm.rnea_derivatives import world_pose, world_screw
+from cmtm.rnea_derivatives import link_world_pose
 from cmtm.spatial import motion_cross_add
 from cmtm.velocity_jacobian import support_runs
 
@@ -53,12 +52,12 @@ class VelocityDerivativesWorkspace(NamedTuple):
     identity: np.ndarray    # (3, 3) pose of the base
     origin: np.ndarray      # (3,)
     rest: np.ndarray        # (6,) twist of the base
-    E: np.ndarray
-    R: np.ndarray
-    p: np.ndarray
+    E: np.ndarray           # (3, 3) joint rotation
+    R: np.ndarray           # (3, 3) link pose in its parent
+    p: np.ndarray           # (3,)
     w_R: np.ndarray
     w_p: np.ndarray
-    w_s: np.ndarray         # (n, 2, 6) s_i, s'_i of each joint, as computed
+    w_s: np.ndarray         # (2, 6) s_i, s'_i of one joint, as computed
     w_cols: np.ndarray
     w_v: np.ndarray
 
@@ -72,8 +71,8 @@ def velocity_derivatives_workspace(kernel_model, n_chunks):
         return np.empty((n_chunks,) + shape)
     return VelocityDerivativesWorkspace(
         run_start=run_start, runs=runs, identity=np.eye(3), origin=np.zeros(3),
-        rest=np.zeros(6), E=work(3, 3), R=work(n, 3, 3), p=work(n, 3), w_R=work(n, 3, 3),
-        w_p=work(n, 3), w_s=work(n, 2, 6), w_cols=work(2, 6, n), w_v=work(n, 6))
+        rest=np.zeros(6), E=work(3, 3), R=work(3, 3), p=work(3), w_R=work(n, 3, 3),
+        w_p=work(n, 3), w_s=work(2, 6), w_cols=work(2, 6, n), w_v=work(n, 6))
 
 
 @jit_inline
@@ -82,17 +81,10 @@ def world_columns(model, ws, c, q, qd):
     ``w_cols[1]``): the per-link recursion of the module docstring."""
     for i in range(model.parent.shape[0]):
         par = model.parent[i]
-        R, p, w_R, w_p = ws.R[c, i], ws.p[c, i], ws.w_R[c, i], ws.w_p[c, i]
-        s, ds, v = ws.w_s[c, i, 0], ws.w_s[c, i, 1], ws.w_v[c, i]
-        link_pose_in_parent(model.joint_type[i], model.axis[i], model.placement_R[i],
-                            model.placement_p[i], q[i], ws.E[c], R, p)
-        if par < 0:
-            world_pose(ws.identity, ws.origin, R, p, w_R, w_p)
-            v_par = ws.rest
-        else:
-            world_pose(ws.w_R[c, par], ws.w_p[c, par], R, p, w_R, w_p)
-            v_par = ws.w_v[c, par]
-        world_screw(model.joint_type[i], model.axis[i], w_R, w_p, s)
+        s, ds, v = ws.w_s[c, 0], ws.w_s[c, 1], ws.w_v[c, i]
+        link_world_pose(model, i, q[i], ws.E[c], ws.R[c], ws.p[c], ws.identity, ws.origin,
+                        ws.w_R[c], ws.w_p[c], s)
+        v_par = ws.rest if par < 0 else ws.w_v[c, par]
         for r in range(6):
             ds[r] = 0.0
         motion_cross_add(v_par, s, 1.0, ds)             # s' = v_p x s
