@@ -19,7 +19,7 @@ from cmtm.dynamics import force_from_momentum, joint_torque, momentum_stacks, wo
 from cmtm.kernel_model import borrowed
 from cmtm.kinematics import (base_velocity_stacks, link_cmtm_inverse_pass, link_cmtm_pass,
                              relative_cmtm_inverse, velocity_pass)
-from cmtm.rnea import link_pose_in_parent
+from cmtm.rnea import link_pose_in_parent, world_pose
 
 
 class MotionWorkspace(NamedTuple):
@@ -152,18 +152,11 @@ def link_poses_kernel(model, ws, chunk, first, last, q, R_out, p_out):
             link_pose_in_parent(model.joint_type[i], model.axis[i], model.placement_R[i],
                                 model.placement_p[i], q[s, i], E, R_rel, p_rel)
             if parent[i] < 0:
-                for r in range(3):
-                    p_out[s, i, r] = p_rel[r]
-                    for c in range(3):
-                        R_out[s, i, r, c] = R_rel[r, c]
-                continue
-            Rp = R_out[s, parent[i]]
-            for r in range(3):
-                p_out[s, i, r] = p_out[s, parent[i], r] + Rp[r, 0] * p_rel[0] + \
-                    Rp[r, 1] * p_rel[1] + Rp[r, 2] * p_rel[2]
-                for c in range(3):
-                    R_out[s, i, r, c] = Rp[r, 0] * R_rel[0, c] + Rp[r, 1] * R_rel[1, c] + \
-                        Rp[r, 2] * R_rel[2, c]
+                R_out[s, i] = R_rel
+                p_out[s, i] = p_rel
+            else:
+                world_pose(R_out[s, parent[i]], p_out[s, parent[i]], R_rel, p_rel, R_out[s, i],
+                           p_out[s, i])
 
 
 class LinkCMTMWorkspace(NamedTuple):

@@ -132,6 +132,17 @@ def link_pose_in_parent(joint_type, axis, R0, p0, q, E, R, p):
 
 
 @jit
+def world_pose(R_parent, p_parent, R, p, w_R, w_p):
+    """Pose of a link in the base: w_R = R_parent R, w_p = R_parent p + p_parent."""
+    for r in range(3):
+        for c in range(3):
+            w_R[r, c] = R_parent[r, 0] * R[0, c] + R_parent[r, 1] * R[1, c] + \
+                R_parent[r, 2] * R[2, c]
+        w_p[r] = R_parent[r, 0] * p[0] + R_parent[r, 1] * p[1] + R_parent[r, 2] * p[2] + \
+            p_parent[r]
+
+
+@jit
 def joint_screw_dot(joint_type, axis, f):
     """S^T f: the component of the wrench f = [n; f_l] along the joint (a.n or a.f_l)."""
     offset = 0 if joint_type == JOINT_REVOLUTE else 3

@@ -51,7 +51,8 @@ import numpy as np
 
 from cmtm._jit import jit, jit_inline
 from cmtm.kernel_model import borrowed
-from cmtm.rnea import base_motion, composite_inertia_to_parent_add, link_pose_in_parent
+from cmtm.rnea import (base_motion, composite_inertia_to_parent_add, link_pose_in_parent,
+                       world_pose)
 from cmtm.spatial import JOINT_REVOLUTE, force_cross_add, matvec6, motion_cross_add
 
 
@@ -102,17 +103,6 @@ def torque_derivatives_workspace(kernel_model, n_chunks):
         rotational_inertia=np.array(kernel_model.rotational_inertia),
         identity=np.eye(3), origin=np.zeros(3), w_pair=work(5, 6), row=work(2, 6, n),
         descendant=work(3, 6, n))
-
-
-@jit
-def world_pose(R_parent, p_parent, R, p, w_R, w_p):
-    """Pose of a link in the base: w_R = R_parent R, w_p = R_parent p + p_parent."""
-    for r in range(3):
-        for c in range(3):
-            w_R[r, c] = R_parent[r, 0] * R[0, c] + R_parent[r, 1] * R[1, c] + \
-                R_parent[r, 2] * R[2, c]
-        w_p[r] = R_parent[r, 0] * p[0] + R_parent[r, 1] * p[1] + R_parent[r, 2] * p[2] + \
-            p_parent[r]
 
 
 @jit_inline
