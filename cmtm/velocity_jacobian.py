@@ -9,7 +9,8 @@ first column of J_{x_{L_i}} for joint j is the jet Gx[i, j] = (^pX_i)^{-1} Gx[p(
 
 with raw blocks d nu^(l) / d q_j^(r) = sum_s l!/(r-s)! V_s[l-r+s]. Here the columns of
 one link are stored as the last axis of ``G[m, c, :]``, over its path from the root:
-joint j of the path of link i sits at column ``path_start[i] + depth(j)``, and the path of
+joint j of the path of link i sits at column ``support_start[i] + depth(j)`` (the
+KernelModel's support ranges: the path is link i's support, reversed), and the path of
 i is the path of its parent with i appended (the links are numbered in preorder). So one
 step of the recursion is a 6x6 jet block times a contiguous row of columns, a loop that
 the compiler vectorizes, and the columns are written to the output in runs of consecutive
@@ -44,7 +45,6 @@ class VelocityJacobianWorkspace(NamedTuple):
     others with a leading chunk axis (shapes in the module docstring)."""
 
     root: np.ndarray        # (k+1, 6) base velocity stack (at rest: zero)
-    path_start: np.ndarray  # (n+1,) int64, columns path_start[i]:path_start[i+1] of link i
     run_start: np.ndarray   # (n+1,) int64, runs[run_start[i]:run_start[i+1]] of link i
     runs: np.ndarray        # (n_runs, 3) int64: first joint, first path column, length
     coef: np.ndarray        # (k+1, k+2, 2) raw_block_coefficients
@@ -71,8 +71,7 @@ def velocity_jacobian_workspace(model, order, n_chunks):
     def work(*shape):
         return np.zeros((n_chunks,) + shape)
     return VelocityJacobianWorkspace(
-        root=root[0], path_start=start.copy(),
-        run_start=run_start, runs=runs,
+        root=root[0], run_start=run_start, runs=runs,
         coef=raw_block_coefficients(k1, L, 2), Xup=work(n, L, 6, 6), XJinv=work(L, 6, 6),
         sin_q=work(L), cos_q=work(L), skew_axis=work(3, 3), nu=work(n, k1, 6),
         G=work(L, 6, start[n]), V0=work(k1, 6, start[n]), crosses=work(k1, 6, 6))
@@ -124,10 +123,11 @@ def block_columns_add(M, columns, first, out, out_first, width):
 
 
 @jit_inline
-def path_tangent_columns(model, S, Xup, path_start, G):
+def path_tangent_columns(model, Xup, G):
     """Lemma 2 steps 1-2 on path columns: G[:, :, last of i] = S_i (order 0), and the
     columns of i's parent path mapped by the jet product (^pX_i)^{-1} * Gx[p(i)],
     G_m = sum_mm Xup_{m-mm} Gx[p(i)]_mm."""
+    S, path_start = model.screw, model.support_start
     for i in range(model.parent.shape[0]):
         own = path_start[i + 1] - 1
         for m in range(G.shape[0]):
@@ -198,10 +198,10 @@ def velocity_jacobian_kernel(model, ws, chunk, first, last, qhat, out, finite):
         relative_cmtm_inverse(model, q, ws.XJinv[chunk], ws.sin_q[chunk],
                               ws.cos_q[chunk], ws.skew_axis[chunk], Xup)
         velocity_pass(model.parent, model.screw, Xup, q, ws.root, nu)
-        path_tangent_columns(model, model.screw, Xup, ws.path_start, G)
+        path_tangent_columns(model, Xup, G)
         for i in range(model.parent.shape[0]):
-            start = ws.path_start[i]
-            path_velocity_columns(nu[i], G, start, ws.path_start[i + 1] - start,
+            start = model.support_start[i]
+            path_velocity_columns(nu[i], G, start, model.support_start[i + 1] - start,
                                   ws.crosses[chunk], V0)
             finite[smp] = write_path_blocks(V0, G, ws.coef,
                                             ws.runs[ws.run_start[i]:ws.run_start[i + 1]],
