@@ -69,6 +69,7 @@ def use_keyed_numba_cache():
 use_keyed_numba_cache()
 # ioc imports cmtm, whose kernels must see the cache folder: these imports come after it
 import kinematic_trees as kt  # noqa: E402
+from cmtm import api  # noqa: E402
 from ioc.direct import solve  # noqa: E402
 from ioc.problem import MotionProblem  # noqa: E402
 
@@ -143,6 +144,27 @@ def paper_solutions(chain3):
 def panda_solution(panda):
     """The paper's 7-DoF case: case (b)'s terms with the torque weight / 100."""
     return solve(MotionProblem(panda, CASES["b"], **PAPER), PANDA_WEIGHTS)
+
+
+def results_on_threads(thread_counts, call):
+    """[call() with n Numba threads for n in thread_counts]; the count (per calling
+    thread) is restored afterwards."""
+    before = numba.get_num_threads()
+    results = []
+    try:
+        for n in thread_counts:
+            numba.set_num_threads(n)
+            results.append(call())
+    finally:
+        numba.set_num_threads(before)
+    return results
+
+
+@pytest.fixture
+def split_every_call(monkeypatch):
+    """Every call split into one chunk per thread whatever its work (api.MIN_CHUNK_SECONDS
+    keeps small calls on the calling thread, which would leave nothing to compare)."""
+    monkeypatch.setattr(api, "MIN_CHUNK_SECONDS", 1e-12)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ not merely close.
 import numba
 import numpy as np
 import pytest
-from conftest import random_stack
+from conftest import random_stack, results_on_threads
 
 import cmtm
 import kinematic_trees as kt
@@ -42,32 +42,11 @@ def small_tree():
                                                           prismatic_fraction=0.3, seed=9)))
 
 
-@pytest.fixture
-def split_every_call(monkeypatch):
-    """Every call split into one chunk per thread whatever its work (api.MIN_CHUNK_SECONDS
-    keeps small calls on the calling thread, which would leave nothing to compare)."""
-    monkeypatch.setattr(api, "MIN_CHUNK_SECONDS", 1e-12)
-
-
-def on_threads(thread_counts, call):
-    """[call() with n Numba threads for n in thread_counts]; the count (per calling
-    thread) is restored afterwards."""
-    before = numba.get_num_threads()
-    try:
-        results = []
-        for n in thread_counts:
-            numba.set_num_threads(n)
-            results.append(call())
-        return results
-    finally:
-        numba.set_num_threads(before)
-
-
 @pytest.mark.parametrize("quantities", sorted(JACOBIAN_SETS))
 def test_jacobians_equal_bit_for_bit_on_one_and_all_threads(small_tree, quantities,
                                                             split_every_call):
     q = random_stack(small_tree, ORDER + 3, n_samples=SAMPLES, seed=31)
-    single, threaded = on_threads(
+    single, threaded = results_on_threads(
         (1, numba.config.NUMBA_NUM_THREADS),
         lambda: cmtm.jacobians(small_tree, q, JACOBIAN_SETS[quantities], order=ORDER))
     for name in JACOBIAN_SETS[quantities]:
@@ -83,7 +62,7 @@ def test_motion_and_torques_equal_bit_for_bit_on_one_and_all_threads(small_tree,
         return [getattr(mo, field) for field in MOTION_FIELDS] + \
             [cmtm.inverse_dynamics(small_tree, q, order=ORDER),
              cmtm.link_transform_derivatives(small_tree, q, order=ORDER)]
-    single, threaded = on_threads((1, numba.config.NUMBA_NUM_THREADS), call)
+    single, threaded = results_on_threads((1, numba.config.NUMBA_NUM_THREADS), call)
     names = MOTION_FIELDS + ("inverse_dynamics", "link_transform_derivatives")
     for name, a, b in zip(names, single, threaded):
         assert np.array_equal(a, b), name

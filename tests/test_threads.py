@@ -10,7 +10,7 @@ for bit (np.array_equal), not merely close.
 import numba
 import numpy as np
 import pytest
-from conftest import random_stack
+from conftest import random_stack, results_on_threads
 
 import cmtm
 import kinematic_trees as kt
@@ -49,27 +49,6 @@ def kernel_run(function, kernel, q, n_chunks):
     api.run_chunks(kernel_call, kernel, [allocate(kernel, 1) for _ in range(n_chunks)],
                    n_samples, *args)
     return args[1:]
-
-
-@pytest.fixture
-def split_every_call(monkeypatch):
-    """Every call split into one chunk per thread whatever its work (api.MIN_CHUNK_SECONDS
-    keeps small calls on the calling thread, which would leave nothing to compare)."""
-    monkeypatch.setattr(api, "MIN_CHUNK_SECONDS", 1e-12)
-
-
-def results_on_threads(thread_counts, call):
-    """[call() with n Numba threads for n in thread_counts]; the count (per calling
-    thread) is restored afterwards."""
-    before = numba.get_num_threads()
-    results = []
-    try:
-        for n in thread_counts:
-            numba.set_num_threads(n)
-            results.append(call())
-    finally:
-        numba.set_num_threads(before)
-    return results
 
 
 @pytest.mark.parametrize("function", sorted(ORDER0))

@@ -16,7 +16,7 @@ from cmtm import api
 from cmtm.rnea_derivatives import torque_derivatives_kernel, torque_derivatives_workspace
 from cmtm.taylor import taylor_from_raw
 from cmtm.torque_jacobian import torque_jacobian_kernel, torque_workspace
-from conftest import random_stack, relative_error
+from conftest import random_stack, relative_error, results_on_threads
 
 
 def lemma6_order0(model, q_stack):
@@ -73,20 +73,14 @@ def test_entries_off_the_branches_are_written_zero(models):
     assert relative_error(out, expected) < 1e-12
 
 
-def test_identical_bit_for_bit_for_any_thread_count(models, monkeypatch):
+def test_identical_bit_for_bit_for_any_thread_count(models, split_every_call):
     """One thread and every thread give the same bits (each sample is computed by the same
     instructions whatever the chunk it falls in); every call split, however small."""
-    monkeypatch.setattr(api, "MIN_CHUNK_SECONDS", 1e-12)
     model = models["tree12"]
     q_stack = random_stack(model, 3, n_samples=9, seed=2)
-    before = numba.get_num_threads()
-    try:
-        results = []
-        for threads in sorted({1, numba.config.NUMBA_NUM_THREADS}):
-            numba.set_num_threads(threads)
-            results.append(cmtm.jacobian(model, q_stack, "joint_torque", order=0))
-    finally:
-        numba.set_num_threads(before)
+    results = results_on_threads(
+        sorted({1, numba.config.NUMBA_NUM_THREADS}),
+        lambda: cmtm.jacobian(model, q_stack, "joint_torque", order=0))
     assert all(np.array_equal(results[0], other) for other in results[1:])
 
 
