@@ -149,12 +149,11 @@ def link_poses_kernel(model, ws, chunk, first, last, q, R_out, p_out):
     parent, E, R_rel, p_rel = model.parent, ws.E[chunk], ws.R_rel[chunk], ws.p_rel[chunk]
     for s in range(first, last):
         for i in range(parent.shape[0]):
+            root = parent[i] < 0
             link_pose_in_parent(model.joint_type[i], model.axis[i], model.placement_R[i],
-                                model.placement_p[i], q[s, i], E, R_rel, p_rel)
-            if parent[i] < 0:
-                R_out[s, i] = R_rel
-                p_out[s, i] = p_rel
-            else:
+                                model.placement_p[i], q[s, i], E, R_out[s, i] if root else R_rel,
+                                p_out[s, i] if root else p_rel)
+            if not root:
                 world_pose(R_out[s, parent[i]], p_out[s, parent[i]], R_rel, p_rel, R_out[s, i],
                            p_out[s, i])
 
