@@ -17,12 +17,12 @@ dense tangent matrix W_(k) of §6.3) are in cmtm.reference.
 """
 import numpy as np
 
-from cmtm._jit import jit
+from cmtm._jit import jit, jit_allocating
 from cmtm.spatial import motion_block_mul_add, motion_cross_into
 from cmtm.taylor import copy_stack, zero_stack
 
 
-@jit
+@jit_allocating
 def velocity_crosses(nu, K):
     """[nu_m x] for m < K as a new (K, 6, 6) block list."""
     crosses = np.empty((K, 6, 6))
@@ -37,7 +37,7 @@ def velocity_crosses_into(nu, K, crosses):
         motion_cross_into(nu[m], crosses[m])
 
 
-@jit
+@jit_allocating
 def cmtm_blocks(A, nu, out):
     """CMTM blocks by the recursion of §2.1: X_0 = A, X_{l+1} = 1/(l+1) sum_m X_{l-m} [nu_m x].
 

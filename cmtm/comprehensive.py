@@ -16,7 +16,6 @@ import numpy as np
 
 from cmtm._jit import jit, jit_inline
 from cmtm.dynamics import force_from_momentum, joint_torque, momentum_stacks, world_momentum
-from cmtm.kernel_model import borrowed
 from cmtm.kinematics import (base_velocity_stacks, link_cmtm_inverse_pass, link_cmtm_pass,
                              relative_cmtm_inverse, velocity_pass)
 from cmtm.rnea import link_pose_in_parent, world_pose
@@ -100,9 +99,8 @@ def motion_kernel(model, ws, chunk, first, last, qhat, kinematics, world, dynami
     ``dynamics``); qhat: (n_samples, >=k+2 or k+3, n); outputs = (v_L, h_L, w_h_L, h_J,
     w_h_J, f_L, f_J, tau): per-link (n_samples, k+1, n, 6), tau (n_samples, k+1, n);
     outputs whose flag is off are not touched (may be empty arrays), nor f_L and f_J when
-    f_L is empty. The arguments are ``borrowed``.
+    f_L is empty.
     """
-    model, ws, qhat, outputs = borrowed((model, ws, qhat, outputs))
     v_L, h_L, w_h_L, h_J, w_h_J, f_L, f_J, tau = outputs
     parent, S, I, links = model.parent, model.screw, model.spatial_inertia, f_L.shape[0] > 0
     Xup, kin, dyn, dyn_f = ws.Xup[chunk], ws.kin[chunk], ws.dyn[chunk], ws.dyn_f[chunk]
@@ -144,8 +142,7 @@ def link_poses_workspace(model, n_chunks):
 def link_poses_kernel(model, ws, chunk, first, last, q, R_out, p_out):
     """World (base-frame) poses of the link frames A_i = A_{p(i)} A_0,i E_i(q_i) (§3.1) at
     the samples first..last-1, work slot ``chunk``: q (n_samples, n); R_out (n_samples,
-    n, 3, 3), p_out (n_samples, n, 3) outputs. The arguments are ``borrowed``."""
-    model, ws, q, R_out, p_out = borrowed((model, ws, q, R_out, p_out))
+    n, 3, 3), p_out (n_samples, n, 3) outputs."""
     parent, E, R_rel, p_rel = model.parent, ws.E[chunk], ws.R_rel[chunk], ws.p_rel[chunk]
     for s in range(first, last):
         for i in range(parent.shape[0]):
@@ -192,8 +189,7 @@ def link_cmtm_workspace(model, n_orders, n_chunks):
 def link_cmtm_kernel(model, ws, chunk, first, last, qhat, X_L):
     """Link CMTM blocks X_{L_i,l} = A_{L_i}^(l) / l! of a base at rest (§2.4) at the samples
     first..last-1, work slot ``chunk``: qhat (n_samples, >=K, n) Taylor-scaled; X_L
-    (n_samples, n, K, 6, 6) output. The arguments are ``borrowed``."""
-    model, ws, qhat, X_L = borrowed((model, ws, qhat, X_L))
+    (n_samples, n, K, 6, 6) output."""
     K, Xup, nu = X_L.shape[2], ws.Xup[chunk], ws.nu[chunk]
     for s in range(first, last):
         relative_cmtm_inverse(model, qhat[s], ws.XJinv[chunk], ws.sin_q[chunk],

@@ -25,8 +25,6 @@ the chunking, so results are identical bit for bit for any thread count.
 from typing import NamedTuple
 
 import numpy as np
-from numba.core import cgutils, types
-from numba.extending import intrinsic
 
 from cmtm.kinematics import joint_geometry
 
@@ -112,37 +110,3 @@ def kernel_model(tree):
     model.placement_inverse.flags.writeable = False
     return model
 
-
-# --- Borrowed arrays: views without reference counting ---
-
-def _borrow(context, builder, ty, value):
-    """LLVM value of ``value`` (Numba type ``ty``) with every array's meminfo set to NULL,
-    through tuples (NamedTuples included); other members keep their own reference."""
-    if isinstance(ty, types.Array):
-        source = context.make_array(ty)(context, builder, value=value)
-        array = context.make_array(ty)(context, builder)
-        for field in ("parent", "nitems", "itemsize", "data", "shape", "strides"):
-            setattr(array, field, getattr(source, field))
-        array.meminfo = cgutils.get_null_value(array.meminfo.type)
-        return array._getvalue()
-    if isinstance(ty, types.BaseTuple):
-        out = cgutils.get_null_value(context.get_value_type(ty))
-        for k, member in enumerate(ty):
-            out = builder.insert_value(
-                out, _borrow(context, builder, member, builder.extract_value(value, k)), k)
-        return out
-    context.nrt.incref(builder, ty, value)
-    return value
-
-
-@intrinsic
-def borrowed(typingctx, value):
-    """``value`` (an array, or a tuple of arrays, NamedTuples and scalars) with every array
-    borrowed: the same data, shape and strides, no reference count (a NULL meminfo, as
-    Numba's parallel loops pass their arrays). Views of a borrowed array cost no atomic
-    reference-count update; in the pair loops of the kernels those updates took more than
-    half the time. A kernel borrows its own arguments, which its caller holds for the
-    whole call, and returns nothing: no borrowed array outlives its owner."""
-    def codegen(context, builder, signature, args):
-        return _borrow(context, builder, signature.args[0], args[0])
-    return value(value), codegen

@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from cmtm._jit import jit
+from cmtm._jit import jit_allocating
 from cmtm.api import (check_model, check_order, check_stack, inverse_dynamics,
                       link_transform_derivatives, motion)
 from cmtm.cmtm_matrix import cmtm_inverse_blocks_from_crosses, velocity_crosses
@@ -189,14 +189,14 @@ def fd_jacobian(model, q_stack, quantity, order=0, step=None, method="central",
 # cmtm.taylor, the _from_crosses recursions of cmtm.cmtm_matrix); here they are whole
 # matrices, for tests and for the paper's flattened forms.
 
-@jit
+@jit_allocating
 def motion_cross(u):
     """[u x_6] = [[w x, 0], [v x, w x]] for the twist u (6,) = [w; v] (§1.1), as a new
     array: the block that ``velocity_crosses`` builds for the one-element stack (u,)."""
     return velocity_crosses(np.ascontiguousarray(u).reshape((1, 6)), 1)[0]
 
 
-@jit
+@jit_allocating
 def force_cross(u):
     """[u x_6^*] = -[u x_6]^T = [[w x, v x], [0, w x]] (§1.1)."""
     out = np.zeros((6, 6))
@@ -208,7 +208,7 @@ def force_cross(u):
     return out
 
 
-@jit
+@jit_allocating
 def motion_transform(R, p):
     """A = [[R, 0], [[p x] R, R]]: maps twists in frame c to frame p, (R, p) = pose of c in p."""
     out = np.zeros((6, 6))
@@ -244,7 +244,7 @@ def shift_matrix(order, s, size):
     return out
 
 
-@jit
+@jit_allocating
 def cmtm_inverse_blocks(Ainv, nu, out):
     """Inverse CMTM blocks (§2.2): X-_0 = A^{-1}, X-_{l+1} = -1/(l+1) sum_m [nu_m x] X-_{l-m}.
 
@@ -254,7 +254,7 @@ def cmtm_inverse_blocks(Ainv, nu, out):
     cmtm_inverse_blocks_from_crosses(Ainv, velocity_crosses(nu, out.shape[0] - 1), out)
 
 
-@jit
+@jit_allocating
 def comprehensive_velocity(X):
     """Recover nu_0..nu_{K-1} from CMTM blocks X (K+1, 6, 6) (§2.1):
     [nu_l x] = X_0^{-1} ((l+1) X_{l+1} - sum_{m<l} X_{l-m} [nu_m x]).

@@ -53,7 +53,6 @@ from typing import NamedTuple
 import numpy as np
 
 from cmtm._jit import jit, jit_inline
-from cmtm.kernel_model import borrowed
 from cmtm.spatial import (JOINT_REVOLUTE, force_cross_add, joint_screw_add,
                           joint_screw_into, motion_cross_add)
 
@@ -283,8 +282,7 @@ def rnea_kernel(model, ws, chunk, first, last, q_stack, tau):
     """tau[s] = ID(q, q', q'') with gravity at the samples s = first..last-1: q_stack
     (n_samples, >= 3, n) raw derivatives (q_stack[s, r] = q^(r)), tau (n_samples, n)
     output; model a KernelModel, ws an :class:`RneaWorkspace`, ``chunk`` its slot
-    (``cmtm.api.run_chunks`` runs the chunks on threads). The arguments are ``borrowed``."""
-    model, ws, q_stack, tau = borrowed((model, ws, q_stack, tau))
+    (``cmtm.api.run_chunks`` runs the chunks on threads)."""
     for s in range(first, last):
         rnea_sample(model, ws, chunk, q_stack[s, 0], q_stack[s, 1], q_stack[s, 2], tau[s])
 
@@ -332,8 +330,6 @@ def crba_sample(model, ws, chunk, q, M):
 def crba_kernel(model, ws, chunk, first, last, q, M):
     """M[s] = H(q[s]), the joint-space mass matrix at the samples s = first..last-1:
     q (n_samples, n), M (n_samples, n, n) output; model a KernelModel, ws a
-    :class:`CrbaWorkspace`, ``chunk`` its slot (``cmtm.api.run_chunks``). The arguments
-    are ``borrowed``."""
-    model, ws, q, M = borrowed((model, ws, q, M))
+    :class:`CrbaWorkspace`, ``chunk`` its slot (``cmtm.api.run_chunks``)."""
     for s in range(first, last):
         crba_sample(model, ws, chunk, q[s], M[s])

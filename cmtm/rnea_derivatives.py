@@ -50,7 +50,6 @@ from typing import NamedTuple
 import numpy as np
 
 from cmtm._jit import jit, jit_inline
-from cmtm.kernel_model import borrowed
 from cmtm.rnea import (base_motion, composite_inertia_to_parent_add, link_pose_in_parent,
                        world_pose)
 from cmtm.spatial import JOINT_REVOLUTE, force_cross_add, matvec6, motion_cross_add
@@ -351,8 +350,7 @@ def torque_derivatives_sample(model, ws, c, q, qd, qdd, out):
 def torque_derivatives_kernel(model, ws, c, first, last, q_stack, out):
     """out[s, i, r, j] = d tau_i / d q_j^(r) (raw derivatives, r = 0, 1, 2) at the samples s
     = first..last-1 of q_stack (n_samples, >= 3, n) raw, with work slot c
-    (``cmtm.api.run_chunks`` runs the chunks on threads). The arguments are ``borrowed``."""
-    model, ws, q_stack, out = borrowed((model, ws, q_stack, out))
+    (``cmtm.api.run_chunks`` runs the chunks on threads)."""
     base_motion(model.gravity, ws.w_v0[c], ws.w_a0[c])       # v_0 = 0, a_0 = -g (§3.3)
     for smp in range(first, last):
         torque_derivatives_sample(model, ws, c, q_stack[smp, 0], q_stack[smp, 1],

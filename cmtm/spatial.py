@@ -26,7 +26,7 @@ A) are in cmtm.reference.
 """
 import numpy as np
 
-from cmtm._jit import jit
+from cmtm._jit import jit, jit_allocating
 from kinematic_trees.joint_types import JOINT_PRISMATIC, JOINT_REVOLUTE  # noqa: F401 (re-exported)
 
 
@@ -44,7 +44,7 @@ def skew_into(a, out):
     out[2, 1] = a[0]
 
 
-@jit
+@jit_allocating
 def skew(a):
     """[a x_3] as a new array (see ``skew_into``)."""
     out = np.empty((3, 3))
@@ -52,7 +52,7 @@ def skew(a):
     return out
 
 
-@jit
+@jit_allocating
 def motion_transform_inverse(R, p):
     """A^{-1} = [[R^T, 0], [-R^T [p x], R^T]] (§1.1) as a new array (see
     ``placement_inverse_into``)."""
@@ -93,7 +93,7 @@ def motion_transform_inverse_into(A, out):
             out[r + 3, c] = -acc
 
 
-@jit
+@jit_allocating
 def joint_screw(joint_type, axis):
     """S: [a; 0] for a revolute joint, [0; a] for a prismatic one (joint frame)."""
     S = np.empty(6)

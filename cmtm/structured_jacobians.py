@@ -51,7 +51,6 @@ import numpy as np
 
 from cmtm._jit import jit, jit_inline
 from cmtm.dynamics import momentum_stacks
-from cmtm.kernel_model import borrowed
 from cmtm.kinematics import (base_velocity_stacks, link_cmtm_pass, relative_cmtm_inverse,
                              velocity_pass)
 from cmtm.spatial import matvec6
@@ -375,10 +374,7 @@ def jacobian_kernel(model, ws, chunk, first, last, qhat, wanted, outputs):
     (the joint torque False: its own kernel); outputs[q]: (n_samples, k+1, m_q, k+1+s_q,
     n), zero-initialised, of which only the blocks of supporting joints are written.
     Kinematic rows use a gravity-free pass, forces the base-acceleration pass (§3.3).
-    The arguments are ``borrowed``
-    (``cmtm.comprehensive``): their views in the pair loops count no references.
     """
-    model, ws, qhat, wanted, outputs = borrowed((model, ws, qhat, wanted, outputs))
     tangents, kinematic, world, forces = jacobian_flags(wanted)
     parent, S, I, free_root, gravity_root = model.parent, model.screw, model.spatial_inertia, \
         ws.root[0], ws.root[1]

@@ -48,7 +48,6 @@ from typing import NamedTuple
 import numpy as np
 
 from cmtm._jit import jit, jit_inline
-from cmtm.kernel_model import borrowed
 from cmtm.kinematics import base_velocity_stacks
 from cmtm.rnea_derivatives import inertia_rate_add, link_world_pose, world_inertia
 from cmtm.spatial import motion_cross_add
@@ -285,8 +284,6 @@ def torque_jacobian_kernel(model, ws, chunk, first, last, qhat, out):
     """out[s, l, i, r, j] = d tau_i^(l) / d q_j^(r) (raw derivatives, l <= k, r <= k+2) at
     the samples s = first..last-1 of the Taylor-scaled stacks qhat (n_samples, >= k+3, n),
     with work slot ``chunk``; ``out`` (n_samples, k+1, n, k+3, n) zero-initialised, of
-    which only the blocks of supporting joints are written. The arguments are
-    ``borrowed`` (``cmtm.kernel_model.borrowed``)."""
-    model, ws, qhat, out = borrowed((model, ws, qhat, out))
+    which only the blocks of supporting joints are written."""
     for smp in range(first, last):
         torque_jacobian_sample(model, ws, chunk, qhat[smp], ws.root, ws.coef, out[smp])

@@ -37,7 +37,6 @@ from typing import NamedTuple
 import numpy as np
 
 from cmtm._jit import jit, jit_inline
-from cmtm.kernel_model import borrowed
 from cmtm.rnea_derivatives import link_world_pose
 from cmtm.spatial import motion_cross_add
 from cmtm.velocity_jacobian import support_runs
@@ -119,8 +118,7 @@ def velocity_derivatives_kernel(model, ws, c, first, last, q_stack, out, finite)
     """out[s, 0, 6 i + c, r, j] = d nu_i,c / d q_j^(r) (r = 0, 1) for j in the support of
     link i, at the samples s = first..last-1 of q_stack (n_samples, >= 2, n) raw, with
     work slot c; ``out`` (n_samples, 1, 6 n, 2, n) zero-initialised; finite[s] whether
-    every entry of sample s is finite. The arguments are ``borrowed``."""
-    model, ws, q_stack, out, finite = borrowed((model, ws, q_stack, out, finite))
+    every entry of sample s is finite."""
     cols = ws.w_cols[c]
     for smp in range(first, last):
         world_columns(model, ws, c, q_stack[smp, 0], q_stack[smp, 1])

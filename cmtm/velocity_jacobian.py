@@ -34,7 +34,6 @@ from typing import NamedTuple
 import numpy as np
 
 from cmtm._jit import jit, jit_inline
-from cmtm.kernel_model import borrowed
 from cmtm.kinematics import base_velocity_stacks, relative_cmtm_inverse, velocity_pass
 from cmtm.spatial import motion_cross_into
 from cmtm.taylor import raw_block_coefficients
@@ -188,9 +187,7 @@ def velocity_jacobian_kernel(model, ws, chunk, first, last, qhat, out, finite):
     """out[s, l, 6 i + c, r, j] = d nu_i,c^(l) / d q_j^(r) (raw) at the samples first..last-1
     of the Taylor-scaled stacks qhat (n_samples, >= k+2, n), with work slot ``chunk``;
     ``out`` (n_samples, k+1, 6 n, k+2, n) zero-initialised; finite[s] (bool) whether every
-    entry of sample s is finite. The arguments are ``borrowed``
-    (``cmtm.kernel_model.borrowed``)."""
-    model, ws, qhat, out, finite = borrowed((model, ws, qhat, out, finite))
+    entry of sample s is finite."""
     Xup, nu, G, V0 = ws.Xup[chunk], ws.nu[chunk], ws.G[chunk], ws.V0[chunk]
     for smp in range(first, last):
         finite[smp] = True

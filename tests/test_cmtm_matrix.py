@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import cmtm
 from cmtm import naive
-from cmtm._jit import jit
+from cmtm._jit import jit, jit_allocating
 from cmtm.cmtm_matrix import cmtm_blocks
 from cmtm.reference import (cmtm_inverse_blocks, comprehensive_velocity, force_cross,
                             motion_cross, motion_transform, shift_matrix, tangent_matrix,
@@ -74,13 +74,13 @@ def inverse_blocks(Ainv, nu, n_blocks):
     return out
 
 
-@jit
+@jit_allocating
 def motion_hat(y):
     """[y hat x_6] = -[y x_6], so that [x x_6] y = [y hat x_6] x (hat-swap, §1.1)."""
     return -motion_cross(y)
 
 
-@jit
+@jit_allocating
 def force_hat(h):
     """[h hat x_6^*] = -[[n x, f x], [f x, 0]] for h = [n; f], so [x x^*] h = [h hat x^*] x."""
     out = np.zeros((6, 6))
@@ -92,7 +92,7 @@ def force_hat(h):
     return out
 
 
-@jit
+@jit_allocating
 def dual_blocks(inverse_blocks):
     """Dual (force) CMTM X^* = T((X-_0)^T, ..., (X-_k)^T): blockwise transpose of X^{-1} (§2.3)."""
     out = np.empty_like(inverse_blocks)

@@ -1,0 +1,61 @@
+"""The engine's Numba options (cmtm._jit): every kernel and helper is compiled with
+KERNEL_OPTIONS (cached on disk, no fastmath, GIL released, without Numba's runtime), and only
+the conveniences that return a new array (``jit_allocating``) have the runtime.
+
+References: the options Numba records on each dispatcher of every cmtm module, and the
+compiler itself (an allocation under the kernels' options must not compile).
+"""
+import importlib
+import pkgutil
+
+import numba
+import numpy as np
+import pytest
+from numba.core.dispatcher import Dispatcher
+from numba.core.errors import TypingError
+
+import cmtm
+from cmtm._jit import KERNEL_OPTIONS
+
+ALLOCATING = {
+    "cmtm.cmtm_matrix.velocity_crosses", "cmtm.cmtm_matrix.cmtm_blocks", "cmtm.spatial.skew",
+    "cmtm.spatial.motion_transform_inverse", "cmtm.spatial.joint_screw",
+    "cmtm.reference.motion_cross", "cmtm.reference.force_cross",
+    "cmtm.reference.motion_transform", "cmtm.reference.cmtm_inverse_blocks",
+    "cmtm.reference.comprehensive_velocity"}
+"""The jitted functions that return a new array (decorated ``jit_allocating``)."""
+
+
+def engine_dispatchers():
+    """{dotted name: dispatcher} of every jitted function defined in a cmtm module."""
+    found = {}
+    for info in pkgutil.iter_modules(cmtm.__path__):
+        module = importlib.import_module(f"cmtm.{info.name}")
+        for name, value in vars(module).items():
+            if isinstance(value, Dispatcher) and value.py_func.__module__ == module.__name__:
+                found[f"{module.__name__}.{name}"] = value
+    return found
+
+
+def test_only_the_allocating_conveniences_are_compiled_with_numbas_runtime():
+    dispatchers = engine_dispatchers()
+    assert len(dispatchers) > 100 and ALLOCATING <= set(dispatchers)
+    for name, dispatcher in dispatchers.items():
+        options = dispatcher.targetoptions
+        assert options["_nrt"] is (name in ALLOCATING), name
+        assert options["fastmath"] is False and options["nogil"] is True, name
+        assert type(dispatcher._cache).__name__ == "FunctionCache", name
+
+
+def test_an_allocation_under_the_kernel_options_does_not_compile():
+    def ramp(n):
+        out = np.empty(n)
+        for i in range(n):
+            out[i] = i
+        return out
+
+    without_runtime = {**KERNEL_OPTIONS, "cache": False}
+    with pytest.raises(TypingError):
+        numba.njit(**without_runtime)(ramp)(3)
+    assert np.array_equal(numba.njit(**{**without_runtime, "_nrt": True})(ramp)(3),
+                          [0.0, 1.0, 2.0])
