@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from cmtm._jit import jit, jit_inline
+from cmtm._jit import jit
 from cmtm.cmtm_matrix import cmtm_blocks_into
 from cmtm.spatial import (JOINT_REVOLUTE, joint_screw_into, motion_block_mul,
                           motion_transform_inverse_into, placement_inverse_into, skew_into)
@@ -54,7 +54,7 @@ def sin_cos_jets(qhat_i, sin_q, cos_q):
         cos_q[l + 1] = c / (l + 1)
 
 
-@jit_inline
+@jit
 def joint_cmtm_inverse(joint_type, axis, qhat_i, XJinv, sin_q, cos_q, a):
     """Blocks of X_J^{-1}, the Taylor coefficients of E(q(t))^{-1} = E(-q(t)) (§3.1), in
     closed form (E commutes with [S x], so the §2.2 recursion sums to this):
@@ -88,7 +88,7 @@ def joint_cmtm_inverse(joint_type, axis, qhat_i, XJinv, sin_q, cos_q, a):
             XJinv[0, r, r] = 1.0
 
 
-@jit_inline
+@jit
 def relative_cmtm_inverse(model, qhat, XJinv, sin_q, cos_q, a, Xup):
     """Blocks of (^p X_i)^{-1} = X_J^{-1} A_0^{-1} for every link (§3.1, §2.2).
 
@@ -104,7 +104,7 @@ def relative_cmtm_inverse(model, qhat, XJinv, sin_q, cos_q, a, Xup):
             motion_block_mul(XJinv[l], model.placement_inverse[i], Xup[i, l])
 
 
-@jit_inline
+@jit
 def velocity_pass(parent, S, Xup, qhat, root_nu, nu):
     """Link body-velocity stacks (§2.5): v_i = (^p X_i)^{-1} v_p + nu_J,i, parents first,
     with nu_J,m = (m+1) q_hat_{m+1} S (§3.1).
@@ -124,7 +124,7 @@ def velocity_pass(parent, S, Xup, qhat, root_nu, nu):
             conv_block_vec(Xup[i], nu[parent[i]], nu[i], 1.0)
 
 
-@jit_inline
+@jit
 def link_cmtm_inverse_pass(parent, Xup, Xinv_L):
     """X_{L_i}^{-1} = (^p X_i)^{-1} X_{L_p}^{-1} (§2.4) for a base at rest, parents first.
 
@@ -137,7 +137,7 @@ def link_cmtm_inverse_pass(parent, Xup, Xinv_L):
             conv_motion_blocks(Xup[i], Xinv_L[parent[i]], Xinv_L[i])
 
 
-@jit_inline
+@jit
 def link_cmtm_pass(parent, Xup, nu, Xinv_L, X_L, pose, crosses):
     """Link CMTMs of a base at rest: X_L^{-1} by composition (§2.4), X_L by the §2.1
     recursion on the link pose A_L = ((X_L^{-1})_0)^{-1} and the body-velocity stack nu.
