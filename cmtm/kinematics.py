@@ -28,10 +28,11 @@ from cmtm.spatial import (JOINT_REVOLUTE, joint_screw_into, motion_block_mul,
 from cmtm.taylor import conv_block_vec, conv_motion_blocks, copy_blocks, zero_blocks
 
 
-@jit
 def joint_geometry(model, S, A0inv):
     """Constant per-joint data of a KernelModel (its ``screw`` and ``placement_inverse``):
-    screws S (n, 6) and inverse placements A_0^{-1} (n, 6, 6), outputs."""
+    screws S (n, 6) and inverse placements A_0^{-1} (n, 6, 6), outputs. A Python loop over
+    the kernels' own jitted leaves: it runs once per model, and a kernel of its own cost
+    ~0.6 s of compile in every cold process."""
     for i in range(model.parent.shape[0]):
         joint_screw_into(model.joint_type[i], model.axis[i], 1.0, S[i])
         placement_inverse_into(model.placement_R[i], model.placement_p[i], A0inv[i])
