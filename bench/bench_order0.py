@@ -48,7 +48,9 @@ One run prints four blocks, every number measured in that run:
    kinematic_trees`` in the cold interpreter (the cached one under --quick or
    --no-compile). One case per public function of cmtm (``__all__``), with the orders that
    select different kernels (COMPILE_CASES); then "all public functions together" (every
-   case in one interpreter; target <= 20 s cold) and the command line ``cmtm
+   case in one interpreter; target <= 20 s cold), the same with ``cmtm.precompile()``
+   first (every kernel compiled by one process per CPU at once, then loaded; its time
+   included) and the command line ``cmtm
    check-jacobians --model panda --order 2`` (CLI_ARGS, run as the ``cmtm`` entry point
    ``ioc.cli:main``; its whole wall time including interpreter start and imports; target
    <= 30 s cold; rel err is the largest structured-vs-FD difference it reports).
@@ -127,6 +129,7 @@ torques of order 2). The cheap helpers of ``__all__`` (jacobian_input_orders,
 jacobians_nbytes, memory_budget) run no kernel and are left out."""
 ALL_TOGETHER = "all public functions together"
 ALL_TOGETHER_TARGET = 20.0
+PRECOMPILED = "all together after cmtm.precompile()"
 CLI_ARGS = ("check-jacobians", "--model", "panda", "--order", "2")
 CLI_CASE = "cmtm " + " ".join(CLI_ARGS)
 CLI_TARGET = 30.0
@@ -143,8 +146,10 @@ q_stack = np.random.default_rng(0).uniform(-1, 1, (4, 5, model.nv))
 def calls():
 {calls}
 seconds = []
-for _ in range(2):
+for round in range(2):
     start = time.perf_counter()
+    if round == 0:
+        {prelude}
     calls()
     seconds.append(time.perf_counter() - start)
 print(json.dumps({{"import": import_s, "first": seconds[0], "steady": seconds[1]}}))
@@ -175,10 +180,12 @@ def run_python(code, cache_dir=None, args=()):
     return result.stdout
 
 
-def first_calls(calls, cache_dir):
+def first_calls(calls, cache_dir, prelude="pass"):
     """{"import", "compile"} seconds of a fresh interpreter making ``calls`` (expressions of
-    COMPILE_CASES): the import, and the first calls minus a second, steady round."""
-    code = FIRST_CALLS.format(root=str(ROOT), calls="\n".join(f"    {c}" for c in calls))
+    COMPILE_CASES): the import, and the first calls minus a second, steady round; the
+    statement ``prelude`` runs before the first round, inside its time."""
+    code = FIRST_CALLS.format(root=str(ROOT), calls="\n".join(f"    {c}" for c in calls),
+                              prelude=prelude)
     times = json.loads(run_python(code, cache_dir).splitlines()[-1])
     return {"import": times["import"], "compile": times["first"] - times["steady"]}
 
@@ -207,9 +214,10 @@ def cold_and_cached(measure, cold):
         return measure(cache_dir), measure(cache_dir)
 
 
-def compile_row(case, calls, cold):
-    """Row of block 4 for a case making ``calls`` in fresh interpreters."""
-    first, cached = cold_and_cached(lambda cache_dir: first_calls(calls, cache_dir), cold)
+def compile_row(case, calls, cold, prelude="pass"):
+    """Row of block 4 for a case making ``calls`` in fresh interpreters (after ``prelude``)."""
+    first, cached = cold_and_cached(lambda cache_dir: first_calls(calls, cache_dir, prelude),
+                                    cold)
     return {"case": case, "import_s": (first or cached)["import"],
             "cold_s": None if first is None else first["compile"],
             "cached_s": cached["compile"], "max_rel_error": None}
@@ -219,7 +227,9 @@ def compile_rows(cold):
     """Rows of block 4: every case of COMPILE_CASES, all of them together, the CLI."""
     rows = [compile_row(case, [call], cold) for case, call in COMPILE_CASES.items()]
     rows.append(compile_row(ALL_TOGETHER, list(COMPILE_CASES.values()), cold))
-    rows[-1]["target_s"] = ALL_TOGETHER_TARGET
+    rows.append(compile_row(PRECOMPILED, list(COMPILE_CASES.values()), cold,
+                            prelude="cmtm.precompile()"))
+    rows[-2]["target_s"] = rows[-1]["target_s"] = ALL_TOGETHER_TARGET
     first, cached = cold_and_cached(cli_run, cold)
     rows.append({"case": CLI_CASE, "import_s": None,
                  "cold_s": None if first is None else first["wall"], "cached_s": cached["wall"],

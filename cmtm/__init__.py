@@ -5,9 +5,10 @@ from cmtm.api import (MAX_ORDER, Motion, flatten_jacobian, inverse_dynamics, jac
                       jacobian_chunks, jacobian_input_orders, jacobians, jacobians_nbytes,
                       link_poses, link_transform_derivatives, mass_matrix, memory_budget,
                       motion)
+from cmtm.compile_cache import precompile
 from cmtm.structured_jacobians import QUANTITIES
 
 __all__ = ["MAX_ORDER", "Motion", "QUANTITIES", "flatten_jacobian", "inverse_dynamics",
            "jacobian", "jacobian_chunks", "jacobian_input_orders", "jacobians",
            "jacobians_nbytes", "link_poses", "link_transform_derivatives", "mass_matrix",
-           "memory_budget", "motion", "reference"]
+           "memory_budget", "motion", "precompile", "reference"]

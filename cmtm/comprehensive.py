@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cmtm._jit import jit, jit_inline
+from cmtm._jit import jit, jit_inline, jit_kernel
 from cmtm.dynamics import force_from_momentum, joint_torque, momentum_stacks, world_momentum
 from cmtm.kinematics import (base_velocity_stacks, link_cmtm_inverse_pass, link_cmtm_pass,
                              relative_cmtm_inverse, velocity_pass)
@@ -90,7 +90,7 @@ def copy_link_stack(work, out):
                 out[l, i, c] = work[i, l, c]
 
 
-@jit
+@jit_kernel
 def motion_kernel(model, ws, chunk, first, last, qhat, kinematics, world, dynamics, outputs):
     """All comprehensive outputs of order k at the samples first..last-1, Taylor-scaled, in
     slot ``chunk`` of the workspace (``cmtm.api.run_chunks`` runs the chunks on threads).
@@ -138,7 +138,7 @@ def link_poses_workspace(model, n_chunks):
                               p_rel=np.zeros((n_chunks, 3)))
 
 
-@jit
+@jit_kernel
 def link_poses_kernel(model, ws, chunk, first, last, q, R_out, p_out):
     """World (base-frame) poses of the link frames A_i = A_{p(i)} A_0,i E_i(q_i) (§3.1) at
     the samples first..last-1, work slot ``chunk``: q (n_samples, n); R_out (n_samples,
@@ -185,7 +185,7 @@ def link_cmtm_workspace(model, n_orders, n_chunks):
         skew_axis=slots(3, 3), sin_q=slots(K), cos_q=slots(K), nu=slots(n, Kv, 6))
 
 
-@jit
+@jit_kernel
 def link_cmtm_kernel(model, ws, chunk, first, last, qhat, X_L):
     """Link CMTM blocks X_{L_i,l} = A_{L_i}^(l) / l! of a base at rest (§2.4) at the samples
     first..last-1, work slot ``chunk``: qhat (n_samples, >=K, n) Taylor-scaled; X_L

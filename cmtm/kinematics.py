@@ -21,18 +21,19 @@ import math
 
 import numpy as np
 
-from cmtm._jit import jit
+from cmtm._jit import jit, jit_kernel
 from cmtm.cmtm_matrix import cmtm_blocks_into
 from cmtm.spatial import (JOINT_REVOLUTE, joint_screw_into, motion_block_mul,
                           motion_transform_inverse_into, placement_inverse_into, skew_into)
 from cmtm.taylor import conv_block_vec, conv_motion_blocks, copy_blocks, zero_blocks
 
 
+@jit_kernel
 def joint_geometry(model, S, A0inv):
     """Constant per-joint data of a KernelModel (its ``screw`` and ``placement_inverse``):
-    screws S (n, 6) and inverse placements A_0^{-1} (n, 6, 6), outputs. A Python loop over
-    the kernels' own jitted leaves: it runs once per model, and a kernel of its own cost
-    ~0.6 s of compile in every cold process."""
+    screws S (n, 6) and inverse placements A_0^{-1} (n, 6, 6), outputs. A kernel, so that
+    the helpers it shares with the other kernels are never called (nor compiled) from
+    Python: ``cmtm._jit`` does not cache helpers."""
     for i in range(model.parent.shape[0]):
         joint_screw_into(model.joint_type[i], model.axis[i], 1.0, S[i])
         placement_inverse_into(model.placement_R[i], model.placement_p[i], A0inv[i])

@@ -52,7 +52,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cmtm._jit import jit, jit_inline
+from cmtm._jit import jit, jit_inline, jit_kernel
 from cmtm.spatial import (JOINT_REVOLUTE, force_cross_add, joint_screw_add,
                           joint_screw_into, motion_cross_add)
 
@@ -277,7 +277,7 @@ def rnea_sample(model, ws, chunk, q, qd, qdd, tau):
             force_to_parent_add(R[i], p[i], f[i], f[parent[i]])   # f_par += X^T f
 
 
-@jit
+@jit_kernel
 def rnea_kernel(model, ws, chunk, first, last, q_stack, tau):
     """tau[s] = ID(q, q', q'') with gravity at the samples s = first..last-1: q_stack
     (n_samples, >= 3, n) raw derivatives (q_stack[s, r] = q^(r)), tau (n_samples, n)
@@ -326,7 +326,7 @@ def crba_sample(model, ws, chunk, q, M):
             M[j, i] = M[i, j]
 
 
-@jit
+@jit_kernel
 def crba_kernel(model, ws, chunk, first, last, q, M):
     """M[s] = H(q[s]), the joint-space mass matrix at the samples s = first..last-1:
     q (n_samples, n), M (n_samples, n, n) output; model a KernelModel, ws a

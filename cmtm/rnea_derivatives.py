@@ -49,7 +49,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cmtm._jit import jit, jit_inline
+from cmtm._jit import jit, jit_inline, jit_kernel
 from cmtm.rnea import (base_motion, composite_inertia_to_parent_add, link_pose_in_parent,
                        world_pose)
 from cmtm.spatial import JOINT_REVOLUTE, force_cross_add, matvec6, motion_cross_add
@@ -346,7 +346,7 @@ def torque_derivatives_sample(model, ws, c, q, qd, qdd, out):
     descendant_blocks(model, ws, c, out)
 
 
-@jit
+@jit_kernel
 def torque_derivatives_kernel(model, ws, c, first, last, q_stack, out):
     """out[s, i, r, j] = d tau_i / d q_j^(r) (raw derivatives, r = 0, 1, 2) at the samples s
     = first..last-1 of q_stack (n_samples, >= 3, n) raw, with work slot c

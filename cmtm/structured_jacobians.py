@@ -49,7 +49,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cmtm._jit import jit, jit_inline
+from cmtm._jit import jit, jit_inline, jit_kernel
 from cmtm.dynamics import momentum_stacks
 from cmtm.kinematics import (base_velocity_stacks, link_cmtm_pass, relative_cmtm_inverse,
                              velocity_pass)
@@ -73,7 +73,7 @@ INPUT_OFFSET = (1, 0, 0, 1, 1, 1, 1, 1, 2, 2, 2)
 
 # --- What a set of wanted quantities needs ---
 
-@jit
+@jit_kernel
 def jacobian_flags(wanted):
     """(tangents, kinematic, world, forces): the passes the wanted quantities need, the link
     tangents Gx, the gravity-free kinematic rows, the world momenta, the force rows."""
@@ -363,7 +363,7 @@ def force_rows(model, ws, chunk, state, wanted, outputs, smp):
 
 # --- The batched kernel ---
 
-@jit
+@jit_kernel
 def jacobian_kernel(model, ws, chunk, first, last, qhat, wanted, outputs):
     """Structured Jacobians of every wanted quantity at the samples first..last-1 (raw
     derivatives), in slot ``chunk`` of the workspace (``cmtm.api.run_chunks`` runs the

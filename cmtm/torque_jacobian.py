@@ -47,7 +47,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cmtm._jit import jit, jit_inline
+from cmtm._jit import jit, jit_inline, jit_kernel
 from cmtm.kinematics import base_velocity_stacks
 from cmtm.rnea_derivatives import inertia_rate_add, link_world_pose, world_inertia
 from cmtm.spatial import motion_cross_add
@@ -279,7 +279,7 @@ def torque_jacobian_sample(model, tw, chunk, q, root_nu, coef, out):
             write_raw_blocks(T, coef, i, j, out)
 
 
-@jit
+@jit_kernel
 def torque_jacobian_kernel(model, ws, chunk, first, last, qhat, out):
     """out[s, l, i, r, j] = d tau_i^(l) / d q_j^(r) (raw derivatives, l <= k, r <= k+2) at
     the samples s = first..last-1 of the Taylor-scaled stacks qhat (n_samples, >= k+3, n),

@@ -36,7 +36,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cmtm._jit import jit, jit_inline
+from cmtm._jit import jit, jit_inline, jit_kernel
 from cmtm.rnea_derivatives import link_world_pose
 from cmtm.spatial import motion_cross_add
 from cmtm.velocity_jacobian import support_runs
@@ -113,7 +113,7 @@ def body_columns(R, p, cols, first, length, row0, out):
     return finite
 
 
-@jit
+@jit_kernel
 def velocity_derivatives_kernel(model, ws, c, first, last, q_stack, out, finite):
     """out[s, 0, 6 i + c, r, j] = d nu_i,c / d q_j^(r) (r = 0, 1) for j in the support of
     link i, at the samples s = first..last-1 of q_stack (n_samples, >= 2, n) raw, with

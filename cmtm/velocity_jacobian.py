@@ -33,7 +33,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cmtm._jit import jit, jit_inline
+from cmtm._jit import jit, jit_inline, jit_kernel
 from cmtm.kinematics import base_velocity_stacks, relative_cmtm_inverse, velocity_pass
 from cmtm.spatial import motion_cross_into
 from cmtm.taylor import raw_block_coefficients
@@ -182,7 +182,7 @@ def write_path_blocks(V0, G, coef, runs, row0, out):
     return finite
 
 
-@jit
+@jit_kernel
 def velocity_jacobian_kernel(model, ws, chunk, first, last, qhat, out, finite):
     """out[s, l, 6 i + c, r, j] = d nu_i,c^(l) / d q_j^(r) (raw) at the samples first..last-1
     of the Taylor-scaled stacks qhat (n_samples, >= k+2, n), with work slot ``chunk``;

@@ -474,6 +474,24 @@ def add_check_jacobians(commands):
     command.set_defaults(run=check_jacobians, parser=command)
 
 
+def precompile_kernels(args):
+    """Compile every kernel of the engine into Numba's on-disk cache, several processes at
+    once (cmtm.precompile); later runs load them instead of compiling."""
+    result = cmtm.precompile(args.jobs)
+    print(f"every kernel compiled or loaded in {result['seconds']:.1f} s by "
+          f"{len(result['groups'])} process(es)")
+    return 0
+
+
+def add_precompile(commands):
+    """The ``precompile`` subcommand."""
+    command = commands.add_parser("precompile", help=precompile_kernels.__doc__,
+                                  description=precompile_kernels.__doc__)
+    command.add_argument("--jobs", type=integer_at_least(1), default=None,
+                         help="processes (default: one per CPU this process may use)")
+    command.set_defaults(run=precompile_kernels, parser=command)
+
+
 DEBUG_HELP = "show the traceback of an error instead of one line"
 
 
@@ -486,6 +504,7 @@ def build_parser():
     add_check_jacobians(commands)
     add_optimize(commands)
     add_ioc(commands)
+    add_precompile(commands)
     for command in commands.choices.values():
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                              help=DEBUG_HELP)

@@ -5,7 +5,8 @@ Numba compiles each kernel once per process and caches it on disk, but a cached 
 not invalidated when a kernel it calls in another module changes, so a warm cache can run
 old code and pass. The test session therefore caches in ``.numba_cache/<hash>`` at the
 repository root, ``<hash>`` a digest of every ``cmtm/*.py``: any edit of the engine starts
-a fresh, empty cache (one cold compile, ~1-2 min), and only the few most recently used
+a fresh, empty cache, which the session first fills with every kernel of the public API
+at once (``cmtm.precompile``, one process per CPU), and only the few most recently used
 folders are kept. ``NUMBA_CACHE_DIR`` is set in ``os.environ`` before anything imports
 ``cmtm``, so subprocesses and joblib workers started by tests inherit it; a value the user
 set is overridden, since nothing guarantees that it matches the sources.
@@ -58,21 +59,29 @@ def keyed_cache_folder(root=NUMBA_CACHE_ROOT, package=ROOT / "cmtm", keep=KEEP_C
 
 
 def use_keyed_numba_cache():
-    """Point NUMBA_CACHE_DIR at :func:`keyed_cache_folder`; refuse if cmtm is imported."""
+    """Point NUMBA_CACHE_DIR at :func:`keyed_cache_folder`; refuse if cmtm is imported.
+    Returns whether the folder is empty (a first session for these sources)."""
     if "cmtm" in sys.modules:
         raise RuntimeError("cmtm was imported before tests/conftest.py set NUMBA_CACHE_DIR: "
                            "its kernels would use a cache that may be stale")
-    os.environ["NUMBA_CACHE_DIR"] = str(keyed_cache_folder())
+    folder = keyed_cache_folder()
+    os.environ["NUMBA_CACHE_DIR"] = str(folder)
     numba.core.config.reload_config()   # numba read its environment when it was imported
+    return not any(folder.iterdir())
 
 
-use_keyed_numba_cache()
+FRESH_CACHE = use_keyed_numba_cache()
 # ioc imports cmtm, whose kernels must see the cache folder: these imports come after it
 import kinematic_trees as kt  # noqa: E402
+import cmtm  # noqa: E402
 from cmtm import api  # noqa: E402
 from cmtm._jit import KERNEL_OPTIONS  # noqa: E402
 from ioc.direct import solve  # noqa: E402
 from ioc.problem import MotionProblem  # noqa: E402
+
+if FRESH_CACHE:
+    # every kernel at once, one process per CPU, instead of one at a time as tests reach them
+    cmtm.precompile()
 
 PAPER = dict(duration=2.0, samples=200, degree=5, control_points=50, start=1.57, goal=-1.57,
              rest_order=1, limits=(-np.pi, np.pi))

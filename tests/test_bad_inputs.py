@@ -227,6 +227,10 @@ BAD_INPUTS = [
      with_budget(10**4, lambda: cmtm.jacobian_chunks(chain3(), stack(chain3(), 3, 100),
                                                      "joint_torque", chunk=64)),
      R, r"jacobian_chunks: expected results within .*got 64 samples .*choose chunk <= 46"),
+    ("cmtm.precompile", "jobs = 0", lambda: cmtm.precompile(0),
+     R, r"jobs: expected a positive integer, got 0"),
+    ("cmtm.precompile", "jobs = 2.0", lambda: cmtm.precompile(2.0),
+     R, r"jobs: expected a positive integer, got 2.0"),
     ("cmtm.jacobians_nbytes", "unknown quantity",
      lambda: cmtm.jacobians_nbytes(chain3(), "torque"),
      R, r"quantity: expected one of joint_velocity, .*got 'torque'"),
@@ -397,6 +401,8 @@ BAD_INPUTS = [
      lambda: ioc.estimate_weights([trial("joint_jerk,joint_velocity")], noise=-1.0),
      R, r"noise: expected None or a finite number > 0 \(rad\), got -1.0"),
     # --- the command line --------------------------------------------------------------------
+    ("cmtm precompile", "--jobs 0", command("precompile", "--jobs", "0"),
+     C, r"^cmtm precompile: error: argument --jobs: expected an integer >= 1, got '0'$"),
     ("cmtm check-jacobians", "[issue12-3] --lock of a joint a built-in model lacks",
      command("check-jacobians", "--model", "chain3", "--order", "0", "--lock", "nosuch=0"),
      C, r"^cmtm check-jacobians: error: --lock: expected joints of chain3 \(joint1, joint2, "

@@ -103,3 +103,9 @@ def test_every_file_the_cli_writes_is_written_atomically():
                     isinstance(mode, ast.Constant) and set(str(mode.value)) & set("wax")):
                 found.append(f"{path.name}:{node.lineno} {name}")
     assert found == []
+
+
+def test_precompile_reports_its_processes(capsys):
+    assert main(["precompile", "--jobs", "1"]) == 0
+    assert "by 1 process(es)" in capsys.readouterr().out
+

@@ -1,6 +1,8 @@
-"""The engine's Numba options (cmtm._jit): every kernel and helper is compiled with
-KERNEL_OPTIONS (cached on disk, no fastmath, GIL released, without Numba's runtime), and only
-the conveniences that return a new array (``jit_allocating``) have the runtime.
+"""The engine's Numba options (cmtm._jit): every kernel and helper is compiled without
+fastmath, with the GIL released and without Numba's runtime; only the conveniences that
+return a new array (``jit_allocating``) have the runtime. Only the functions that Python
+calls are cached on disk: the kernels of cmtm.api, the two functions that Python calls
+besides them, and the allocating conveniences; the helpers only kernels call are not.
 
 References: the options Numba records on each dispatcher of every cmtm module, and the
 compiler itself (an allocation under the kernels' options must not compile).
@@ -15,6 +17,7 @@ from numba.core.dispatcher import Dispatcher
 from numba.core.errors import TypingError
 
 import cmtm
+from cmtm import api
 from cmtm._jit import KERNEL_OPTIONS
 
 ALLOCATING = {
@@ -24,6 +27,8 @@ ALLOCATING = {
     "cmtm.reference.motion_transform", "cmtm.reference.cmtm_inverse_blocks",
     "cmtm.reference.comprehensive_velocity"}
 """The jitted functions that return a new array (decorated ``jit_allocating``)."""
+CALLED_FROM_PYTHON = {"cmtm.kinematics.joint_geometry", "cmtm.structured_jacobians.jacobian_flags"}
+"""Besides the kernels: kernel_model fills the joint geometry, jacobian_sizes reads the flags."""
 
 
 def engine_dispatchers():
@@ -37,14 +42,25 @@ def engine_dispatchers():
     return found
 
 
-def test_only_the_allocating_conveniences_are_compiled_with_numbas_runtime():
+def test_runtime_and_cache_options_of_every_dispatcher():
     dispatchers = engine_dispatchers()
     assert len(dispatchers) > 100 and ALLOCATING <= set(dispatchers)
     for name, dispatcher in dispatchers.items():
         options = dispatcher.targetoptions
         assert options["_nrt"] is (name in ALLOCATING), name
         assert options["fastmath"] is False and options["nogil"] is True, name
-        assert type(dispatcher._cache).__name__ == "FunctionCache", name
+        cached = type(dispatcher._cache).__name__ == "FunctionCache"
+        assert cached is (name in ALLOCATING | CALLED_FROM_PYTHON | api_kernels()), name
+
+
+def api_kernels():
+    """Dotted names of the kernels cmtm.api calls."""
+    return {f"{value.py_func.__module__}.{name}" for name, value in vars(api).items()
+            if isinstance(value, Dispatcher) and name.endswith("_kernel")}
+
+
+def test_the_kernels_are_the_ten_of_the_api():
+    assert len(api_kernels()) == 10 and api_kernels() <= set(engine_dispatchers())
 
 
 def test_an_allocation_under_the_kernel_options_does_not_compile():

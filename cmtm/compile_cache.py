@@ -1,0 +1,170 @@
+"""Fill Numba's on-disk cache with every kernel of the public API, in parallel processes.
+
+Numba compiles one function at a time in a process (a global compiler lock): a cold process
+spends ~26-31 s on this project's 2-core machine compiling the kernels that the public
+functions run (``bench/bench_order0.py`` block 4). The kernels are independent of each
+other, so :func:`precompile` deals them out to several processes that compile at the same
+time, each writing its kernels to the cache (``NUMBA_CACHE_DIR`` or Numba's default), from
+which every later process loads them in well under a second.
+
+Each kernel is compiled by exactly one process: Numba's cache index is not safe against two
+processes writing different signatures of one function at the same time. Only kernels are
+cached (``cmtm._jit``), the helpers they share are compiled again by every process that
+needs them, and :data:`UNITS` name disjoint kernels (``tests/test_compile_cache.py``).
+"""
+import os
+import subprocess
+import sys
+import time
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from cmtm.api import (inverse_dynamics, jacobian, jacobians, kernel_model_of, link_poses,
+                      link_transform_derivatives, mass_matrix, motion)
+
+
+class CompileUnit(NamedTuple):
+    """Public calls that compile (or load) some kernels of ``cmtm.api``."""
+
+    kernels: tuple          # the names, in cmtm.api, of the kernels the calls run
+    seconds: float          # its cold compile alone, measured (for balancing the processes)
+    family: str             # units of one family share most helpers
+    calls: Callable         # (model, q_stack) -> None: the calls
+
+
+CMTM, WORLD = "CMTM passes", "world-frame passes"
+"""The two families of kernels: on CMTMs and their passes (``cmtm.kinematics``,
+``cmtm.dynamics``, ``cmtm.taylor``), and on world-frame poses, screws and inertias
+(``cmtm.rnea``, ``cmtm.rnea_derivatives``)."""
+
+UNITS = {
+    "comprehensive jacobians": CompileUnit(
+        ("jacobian_kernel",), 11.5, CMTM,
+        lambda model, q: jacobians(model, q, ("link_velocity", "link_momentum"), order=1)),
+    "torque jacobian": CompileUnit(
+        ("torque_jacobian_kernel",), 8.0, WORLD,
+        lambda model, q: jacobian(model, q, "joint_torque", order=1)),
+    "torque derivatives": CompileUnit(
+        ("torque_derivatives_kernel",), 5.5, WORLD,
+        lambda model, q: jacobian(model, q, "joint_torque", order=0)),
+    "motion": CompileUnit(
+        ("motion_kernel",), 5.0, CMTM, lambda model, q: motion(model, q, order=0)),
+    "link transform derivatives": CompileUnit(
+        ("link_cmtm_kernel",), 4.0, CMTM,
+        lambda model, q: link_transform_derivatives(model, q, order=1)),
+    "velocity jacobian": CompileUnit(
+        ("velocity_jacobian_kernel",), 3.5, CMTM,
+        lambda model, q: jacobian(model, q, "link_velocity", order=1)),
+    "inverse dynamics": CompileUnit(
+        ("rnea_kernel",), 2.0, WORLD, lambda model, q: inverse_dynamics(model, q, order=0)),
+    "mass matrix": CompileUnit(
+        ("crba_kernel",), 1.5, WORLD, lambda model, q: mass_matrix(model, q[:, 0])),
+    "velocity derivatives": CompileUnit(
+        ("velocity_derivatives_kernel",), 1.5, WORLD,
+        lambda model, q: jacobian(model, q, "link_velocity", order=0)),
+    "link poses": CompileUnit(
+        ("link_poses_kernel",), 0.5, WORLD, lambda model, q: link_poses(model, q[:, 0])),
+}
+"""Unit name -> :class:`CompileUnit`; together they run every kernel the public functions
+call (``tests/test_compile_cache.py`` checks that the public calls on other models compile
+nothing more). Seconds: each unit's cold compile alone on this project's machine, rounded."""
+
+
+def small_model_and_stack():
+    """A 2-link chain and a (2, 5, 2) derivative stack: the kernels' argument types do not
+    depend on the model's size or joints (``cmtm.api.check_model``), nor on the order."""
+    import kinematic_trees as kt
+    model = kt.compile_tree(kt.serial_chain(2))
+    return model, np.random.default_rng(0).uniform(-1.0, 1.0, (2, 5, model.nv))
+
+
+def compile_units(names):
+    """Run the units ``names`` (keys of :data:`UNITS`) in this process, which compiles their
+    kernels or loads them from the cache."""
+    model, q_stack = small_model_and_stack()
+    for name in names:
+        UNITS[name].calls(model, q_stack)
+
+
+def longest_first(names, n_groups, units=UNITS):
+    """``names`` dealt to n_groups groups, longest first, each to the group with the least
+    work so far (the longest-processing-time rule); empty groups dropped."""
+    groups, loads = [[] for _ in range(n_groups)], [0.0] * n_groups
+    for name in sorted(names, key=lambda name: -units[name].seconds):
+        least = loads.index(min(loads))
+        groups[least].append(name)
+        loads[least] += units[name].seconds
+    return [group for group in groups if group]
+
+
+def balanced_groups(jobs, units=UNITS):
+    """The unit names dealt to at most ``jobs`` processes, the group with the most work
+    first. A family's units share helpers, which each process compiles again, so the
+    families start as one group each (all in one for one job), and the group with the most
+    work is split in two (:func:`longest_first`) while there are fewer groups than jobs.
+    Measured on 2 cores, every kernel cold: the two families in two processes 16.8-17.3 s,
+    the units dealt longest first regardless of family 22.3 s, one process 26-31 s."""
+    def work(group):
+        return sum(units[name].seconds for name in group)
+    families = {}
+    for name, unit in units.items():
+        families.setdefault(unit.family, []).append(name)
+    groups = list(families.values()) if jobs > 1 else [list(units)]
+    while len(groups) < jobs and any(len(group) > 1 for group in groups):
+        largest = max((group for group in groups if len(group) > 1), key=work)
+        groups.remove(largest)
+        groups += longest_first(largest, 2, units)
+    return sorted(groups, key=work, reverse=True)
+
+
+def check_jobs(jobs):
+    """``jobs`` as a positive int; None: the CPUs this process may use, at most the number
+    of units. ValueError otherwise."""
+    if jobs is None:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+        return max(1, min(cpus or os.cpu_count() or 1, len(UNITS)))
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs: expected a positive integer, got {jobs!r}")
+    return jobs
+
+
+CHILD = "import sys; from cmtm.compile_cache import compile_units; compile_units(sys.argv[1:])"
+"""What each other process runs, the unit names as its arguments."""
+
+
+def child_environment():
+    """This process's environment, with the folder that holds the cmtm package first on
+    PYTHONPATH (a source checkout that is not installed)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    paths = [root] + [path for path in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                      if path]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
+def precompile(jobs=None):
+    """Compile every kernel of the public API into Numba's on-disk cache, in ``jobs``
+    processes at once (default: one per CPU this process may use, at most one per unit),
+    this one included; afterwards this process has every kernel loaded. Kernels already in
+    the cache are loaded, not compiled again, so a warm call costs the processes' start.
+
+    Returns {"seconds": wall time, "groups": the unit names of each process, this one's
+    first}. RuntimeError with the other process's output if one of them fails.
+    """
+    start = time.perf_counter()
+    groups = balanced_groups(check_jobs(jobs))
+    kernel_model_of(small_model_and_stack()[0])
+    children = [subprocess.Popen([sys.executable, "-c", CHILD, *group], env=child_environment(),
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                for group in groups[1:]]
+    try:
+        compile_units(groups[0])
+    finally:
+        outputs = [child.communicate()[0] for child in children]
+    failures = [f"{', '.join(group)} (exit {child.returncode}):\n{output}"
+                for child, group, output in zip(children, groups[1:], outputs)
+                if child.returncode != 0]
+    if failures:
+        raise RuntimeError("precompile: a compiling process failed: " + "\n".join(failures))
+    compile_units(name for group in groups[1:] for name in group)
+    return {"seconds": time.perf_counter() - start, "groups": groups}

@@ -1,0 +1,144 @@
+"""cmtm.precompile (cmtm/compile_cache.py): every kernel of the public API compiled into
+Numba's cache by several processes at once, each kernel by one process only.
+
+References: the kernels that the public functions actually call (spies on cmtm.api's
+kernels), Numba's own compile events in a fresh interpreter (after the units, with the disk
+cache then switched off, public calls on other models must compile nothing), and the
+processes' exit status.
+"""
+import json
+import subprocess
+import sys
+from itertools import combinations
+
+import pytest
+from numba.core.dispatcher import Dispatcher
+
+import cmtm
+from cmtm import api, compile_cache
+from cmtm.compile_cache import UNITS, balanced_groups, check_jobs, small_model_and_stack
+
+API_KERNELS = sorted(name for name, value in vars(api).items()
+                     if isinstance(value, Dispatcher) and name.endswith("_kernel"))
+
+
+@pytest.fixture
+def kernel_spies(monkeypatch):
+    """The set of cmtm.api kernels called since the fixture started (cleared by the test),
+    plus "jacobian_sizes", the one Python caller of the cached jacobian_flags."""
+    called = set()
+
+    def spy(name, function):
+        def call(*args):
+            called.add(name)
+            return function(*args)
+        return call
+    for name in API_KERNELS + ["jacobian_sizes"]:
+        monkeypatch.setattr(api, name, spy(name, getattr(api, name)))
+    return called
+
+
+def test_units_run_disjoint_kernels_that_cover_the_api(kernel_spies):
+    assert len(API_KERNELS) == 10
+    model, q_stack = small_model_and_stack()
+    for name, unit in UNITS.items():
+        kernel_spies.clear()
+        unit.calls(model, q_stack)
+        expected = set(unit.kernels) | ({"jacobian_sizes"} if "jacobian_kernel" in unit.kernels
+                                        else set())
+        assert kernel_spies == expected, name
+    for (a, unit_a), (b, unit_b) in combinations(UNITS.items(), 2):
+        assert not set(unit_a.kernels) & set(unit_b.kernels), (a, b)
+    assert sorted(k for unit in UNITS.values() for k in unit.kernels) == API_KERNELS
+
+
+AFTER_UNITS = """
+import json, sys
+import numpy as np
+from numba.core import event
+import cmtm, kinematic_trees as kt
+from numba.core.caching import NullCache
+from numba.core.dispatcher import Dispatcher
+from cmtm.compile_cache import UNITS, compile_units
+compile_units(list(UNITS))
+for module in [m for name, m in sys.modules.items() if name.startswith("cmtm.")]:
+    for value in vars(module).values():
+        if isinstance(value, Dispatcher):
+            value._cache = NullCache()   # a signature the units missed must compile now
+compiled = []
+class Recorder(event.Listener):
+    def on_start(self, ev):
+        compiled.append(ev.data["dispatcher"].py_func.__module__ + "." +
+                        ev.data["dispatcher"].py_func.__qualname__)
+    def on_end(self, ev):
+        pass
+models = [kt.compile_tree(kt.panda()), kt.compile_tree(kt.random_tree(9, seed=3)),
+          kt.compile_tree(kt.serial_chain(3, floating_base="xyz_zyx"))]
+rng = np.random.default_rng(1)
+with event.install_listener("numba:compile", Recorder()):
+    for model in models:
+        stack = rng.uniform(-1, 1, (3, 6, model.nv))
+        cmtm.link_poses(model, stack[0, 0])
+        cmtm.link_poses(model, stack[:, 0])
+        cmtm.mass_matrix(model, stack[:, 0])
+        cmtm.link_transform_derivatives(model, stack, order=2)
+        for order in (0, 2):
+            cmtm.inverse_dynamics(model, stack, order=order)
+            cmtm.motion(model, stack, order=order)
+            cmtm.jacobians(model, stack, cmtm.QUANTITIES, order=order)
+            for quantity in cmtm.QUANTITIES:
+                K = cmtm.jacobian_input_orders(quantity, order)
+                cmtm.jacobian(model, stack[0, :K], quantity, order=order)
+        list(cmtm.jacobian_chunks(model, stack, ("joint_force", "joint_torque"), 1, chunk=2))
+print(json.dumps(compiled))
+"""
+
+
+def test_after_the_units_public_calls_on_other_models_compile_nothing():
+    run = subprocess.run([sys.executable, "-c", AFTER_UNITS], capture_output=True, text=True,
+                         env=compile_cache.child_environment())
+    assert run.returncode == 0, run.stderr
+    compiled = json.loads(run.stdout.splitlines()[-1])
+    assert [name for name in compiled if name.startswith("cmtm")] == []
+
+
+def test_precompile_runs_the_groups_in_processes_and_loads_every_kernel():
+    code = ("import json, cmtm\nfrom cmtm import api\nresult = cmtm.precompile(2)\n"
+            f"print(json.dumps([result['groups'], [len(getattr(api, name).overloads) "
+            f"for name in {API_KERNELS!r}]]))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=compile_cache.child_environment())
+    assert run.returncode == 0, run.stderr
+    groups, overloads = json.loads(run.stdout.splitlines()[-1])
+    assert groups == balanced_groups(2)
+    assert all(count >= 1 for count in overloads)
+
+
+def test_a_failing_process_raises_with_its_output(monkeypatch):
+    monkeypatch.setattr(compile_cache, "balanced_groups",
+                        lambda jobs: [["link poses"], ["no such unit"]])
+    with pytest.raises(RuntimeError, match="(?s)no such unit.*KeyError"):
+        cmtm.precompile(2)
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 3, 4, 7, 10, 40])
+def test_groups_partition_the_units_heaviest_first(jobs):
+    groups = balanced_groups(jobs)
+    assert len(groups) == min(jobs, len(UNITS))
+    assert sorted(name for group in groups for name in group) == sorted(UNITS)
+    work = [sum(UNITS[name].seconds for name in group) for group in groups]
+    assert work == sorted(work, reverse=True)
+
+
+def test_two_jobs_compile_one_family_each():
+    assert [{UNITS[name].family for name in group} for group in balanced_groups(2)] == [
+        {compile_cache.CMTM}, {compile_cache.WORLD}]
+    assert balanced_groups(1) == [list(UNITS)]
+
+
+def test_jobs_are_checked():
+    assert check_jobs(3) == 3
+    assert 1 <= check_jobs(None) <= len(UNITS)
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="jobs"):
+            check_jobs(bad)
