@@ -25,7 +25,7 @@ only the kernels' cache files are written (~75 helper files fewer in a cold comp
 KERNEL_OPTIONS = {**HELPER_OPTIONS, "cache": True}
 """Numba options of the kernels (``jit_kernel``): the functions Python calls (``cmtm.api``,
 ``cmtm.kernel_model``), cached on disk. Each kernel is compiled by one process only when
-:func:`cmtm.precompile.precompile` fills the cache with several processes: Numba's cache
+:func:`cmtm.compile_cache.precompile` fills the cache with several processes: Numba's cache
 index is not safe against two processes writing different signatures of one function at
 the same time, and helpers, compiled by every process that needs them, write no index."""
 

@@ -18,7 +18,7 @@ from numba.core.errors import TypingError
 
 import cmtm
 from cmtm import api
-from cmtm._jit import KERNEL_OPTIONS
+from cmtm._jit import HELPER_OPTIONS
 
 ALLOCATING = {
     "cmtm.cmtm_matrix.velocity_crosses", "cmtm.cmtm_matrix.cmtm_blocks", "cmtm.spatial.skew",
@@ -70,7 +70,7 @@ def test_an_allocation_under_the_kernel_options_does_not_compile():
             out[i] = i
         return out
 
-    without_runtime = {**KERNEL_OPTIONS, "cache": False}
+    without_runtime = HELPER_OPTIONS
     with pytest.raises(TypingError):
         numba.njit(**without_runtime)(ramp)(3)
     assert np.array_equal(numba.njit(**{**without_runtime, "_nrt": True})(ramp)(3),
