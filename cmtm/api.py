@@ -35,7 +35,6 @@ from cmtm.taylor import factorials, raw_from_taylor, taylor_from_raw
 from cmtm.torque_jacobian import torque_jacobian_kernel, torque_workspace
 from cmtm.velocity_derivatives import (velocity_derivatives_kernel,
                                        velocity_derivatives_workspace)
-from cmtm.velocity_jacobian import velocity_jacobian_kernel, velocity_jacobian_workspace
 from kinematic_trees import CompiledTree
 
 MAX_ORDER = 20
@@ -768,20 +767,15 @@ def _torque_jacobian(model, stack, k):
 
 
 def _velocity_jacobian(model, stack, k):
-    """d nu / d q_stack of a validated stack: (n_samples, k+1, 6 nv, k+2, nv), at order 0 by
-    the world-frame kernel (``cmtm.velocity_derivatives``), above by the CMTM one; the
-    kernels flag non-finite entries themselves, per sample (the output can be megabytes
-    per sample)."""
+    """d nu / d q_stack of a validated stack: (n_samples, k+1, 6 nv, k+2, nv), by the
+    world-frame kernel (``cmtm.velocity_derivatives``), which flags non-finite entries
+    itself, per sample (the output can be megabytes per sample)."""
     n_samples, nv = stack.shape[0], stack.shape[2]
     J = np.zeros((n_samples, k + 1, 6 * nv, k + 2, nv))
     finite = np.empty(n_samples, dtype=np.bool_)
-    if k == 0:
-        run_on_threads(model, velocity_derivatives_kernel, "velocity_derivatives", (),
-                       velocity_derivatives_workspace, n_samples, stack, J, finite)
-    else:
-        run_on_threads(model, velocity_jacobian_kernel, "velocity_jacobian", (k,),
-                       lambda kmodel, slots: velocity_jacobian_workspace(kmodel, k, slots),
-                       n_samples, taylor_from_raw(stack[:, :k + 2]), J, finite)
+    run_on_threads(model, velocity_derivatives_kernel, "velocity_derivatives", (k,),
+                   lambda kmodel, slots: velocity_derivatives_workspace(kmodel, k, slots),
+                   n_samples, stack, J, finite)
     if not finite.all():
         raise overflow_error("link_velocity")
     return J

@@ -53,16 +53,13 @@ UNITS = {
     "link transform derivatives": CompileUnit(
         ("link_cmtm_kernel",), 4.0, CMTM,
         lambda model, q: link_transform_derivatives(model, q, order=1)),
-    "velocity jacobian": CompileUnit(
-        ("velocity_jacobian_kernel",), 3.5, CMTM,
-        lambda model, q: jacobian(model, q, "link_velocity", order=1)),
     "inverse dynamics": CompileUnit(
         ("rnea_kernel",), 2.0, WORLD, lambda model, q: inverse_dynamics(model, q, order=0)),
     "mass matrix": CompileUnit(
         ("crba_kernel",), 1.5, WORLD, lambda model, q: mass_matrix(model, q[:, 0])),
-    "velocity derivatives": CompileUnit(
-        ("velocity_derivatives_kernel",), 1.5, WORLD,
-        lambda model, q: jacobian(model, q, "link_velocity", order=0)),
+    "velocity jacobian": CompileUnit(
+        ("velocity_derivatives_kernel",), 2.0, WORLD,
+        lambda model, q: jacobian(model, q, "link_velocity", order=1)),
     "link poses": CompileUnit(
         ("link_poses_kernel",), 0.5, WORLD, lambda model, q: link_poses(model, q[:, 0])),
 }

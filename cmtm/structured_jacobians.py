@@ -30,7 +30,7 @@ J_{f_{L_i}}, J_{f_{J_i}}    ``F``       (3, L-2, 6)         Lemma 5
 The joint torque rows have their own kernel (Lemma 6 in world coordinates,
 ``cmtm.torque_jacobian``, where every pair costs dot products of 6-vector jets instead of
 6x6 block convolutions), and so do the link-velocity rows asked for alone
-(``cmtm.velocity_jacobian``, the same rule on columns laid out for vectorized loops);
+(``cmtm.velocity_derivatives``, in world coordinates with the binomial rule of §8);
 ``cmtm.api`` sends them there. Asked for with other rows of this kernel, the link-velocity
 rows are written here from V, which the momentum and force rows need anyway. The
 ``wanted`` mask keeps the order of QUANTITIES; its joint-torque entry must be False.

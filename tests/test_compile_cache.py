@@ -39,7 +39,7 @@ def kernel_spies(monkeypatch):
 
 
 def test_units_run_disjoint_kernels_that_cover_the_api(kernel_spies):
-    assert len(API_KERNELS) == 10
+    assert len(API_KERNELS) == 9
     model, q_stack = small_model_and_stack()
     for name, unit in UNITS.items():
         kernel_spies.clear()

@@ -389,8 +389,8 @@ def test_order0_link_velocity_jacobian_matches_pinocchio_velocity_derivatives(co
 @pytest.mark.parametrize("order", [0, 2])
 @pytest.mark.parametrize("name", ["panda", "tree12"])
 def test_link_velocity_alone_equals_link_velocity_with_other_rows(computed, name, order):
-    """Asked for alone, the link velocity comes from its own kernel (order 0:
-    cmtm.velocity_derivatives, above: cmtm.velocity_jacobian); with other rows, from the
+    """Asked for alone, the link velocity comes from its own world-frame kernel
+    (cmtm.velocity_derivatives); with other rows, from the
     comprehensive kernel's V columns (the engine call of ``computed``): 1e-13 relative."""
     model, q_stack, engine, _, _ = computed(name, order)
     alone = cmtm.jacobian(model, q_stack, "link_velocity", order=order)

@@ -59,8 +59,8 @@ def api_kernels():
             if isinstance(value, Dispatcher) and name.endswith("_kernel")}
 
 
-def test_the_kernels_are_the_ten_of_the_api():
-    assert len(api_kernels()) == 10 and api_kernels() <= set(engine_dispatchers())
+def test_the_kernels_are_the_nine_of_the_api():
+    assert len(api_kernels()) == 9 and api_kernels() <= set(engine_dispatchers())
 
 
 def test_an_allocation_under_the_kernel_options_does_not_compile():

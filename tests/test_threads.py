@@ -25,8 +25,9 @@ ORDER0 = {"inverse_dynamics": lambda model, q: cmtm.inverse_dynamics(model, q, o
           "mass_matrix": lambda model, q: cmtm.mass_matrix(model, q[:, 0]),
           "link_poses": lambda model, q: cmtm.link_poses(model, q[:, 0]),
           "link_velocity_jacobian": lambda model, q: cmtm.jacobian(model, q, "link_velocity")}
-KINDS = {"inverse_dynamics": "rnea", "mass_matrix": "crba", "link_poses": "link_poses",
-         "link_velocity_jacobian": "velocity_derivatives"}
+KINDS = {"inverse_dynamics": ("rnea", ()), "mass_matrix": ("crba", ()),
+         "link_poses": ("link_poses", ()), "link_velocity_jacobian": ("velocity_derivatives", (0,))}
+"""The api's workspace kind and sizes (the order) of each function's kernel."""
 
 
 def kernel_run(function, kernel, q, n_chunks):
@@ -41,7 +42,10 @@ def kernel_run(function, kernel, q, n_chunks):
         kernel_call, allocate, args = rnea.crba_kernel, rnea.crba_workspace, \
             (q0, np.empty((n_samples, nv, nv)))
     elif function == "link_velocity_jacobian":
-        kernel_call, allocate = velocity_derivatives_kernel, velocity_derivatives_workspace
+        kernel_call = velocity_derivatives_kernel
+
+        def allocate(kernel_model, n_slots):
+            return velocity_derivatives_workspace(kernel_model, 0, n_slots)
         args = (q, np.zeros((n_samples, 1, 6 * nv, 2, nv)), np.empty(n_samples, np.bool_))
     else:
         kernel_call, allocate, args = link_poses_kernel, link_poses_workspace, \
@@ -82,14 +86,15 @@ def test_second_call_reuses_the_cached_workspace(panda, function):
     q = random_stack(panda, 3, n_samples=SAMPLES, seed=22)
     ORDER0[function](panda, q)
     kernel = api.kernel_model_of(api.check_model(panda))
-    key = (id(kernel), KINDS[function], (0,))
+    kind, sizes = KINDS[function]
+    key = (id(kernel), kind, (0,) + sizes)
     first = api._WORKSPACES.cache[key][1]
     ORDER0[function](panda, q)
     assert api._WORKSPACES.cache[key][1] is first
 
     def allocate():
         raise AssertionError("workspace allocated again")
-    assert api.workspace(kernel, KINDS[function], key[2], allocate) is first
+    assert api.workspace(kernel, kind, key[2], allocate) is first
 
 
 def test_kernels_allocate_nothing(panda, kernel_allocations):
@@ -111,7 +116,7 @@ def test_kernels_allocate_nothing(panda, kernel_allocations):
                  torque_derivatives_workspace(kernel, n_chunks), (q, J)),
                 (link_poses_kernel, link_poses_workspace(kernel, n_chunks), (q0, R, p)),
                 (velocity_derivatives_kernel,
-                 velocity_derivatives_workspace(kernel, n_chunks), (q, J_v, finite))):
+                 velocity_derivatives_workspace(kernel, 0, n_chunks), (q, J_v, finite))):
             args = (kernel, ws, 0, 0, n_samples // n_chunks) + arrays   # chunk 0
             kernel_count, no_op_count = kernel_allocations(kernel_call, args)
             assert kernel_count == no_op_count, kernel_call.__name__
