@@ -25,7 +25,11 @@ previous model), when the same quantity and order took more than --jax-max-compi
 to compile on a smaller model, or once the run's JAX compile time passes --jax-budget.
 cmtm runs on Numba's thread count (``numba.get_num_threads()``, all cores by default: its
 samples split in chunks across threads), XLA on its own thread pool; the "1-thr us" column
-is cmtm again with ``numba.set_num_threads(1)``, and JAX/1-thr its ratio to JAX.
+is cmtm again with ``numba.set_num_threads(1)``, and JAX/1-thr its ratio to JAX. cmtm and
+FD are timed for every cell before JAX runs at all: after JAX's large graphs had run in the
+process, cmtm's two-thread times of large outputs were up to 8x slower than without JAX
+(measured: the order-4 link-velocity Jacobian of a 16-link chain, 354 against 44 us per
+sample; one thread 83 against 81), while a small JAX computation alone changed nothing.
 
 Under the table: the exponent p of t ~ nv^p fitted by least squares on log-log over the
 serial chains with 16 <= nv <= 128 (structured torque and velocity Jacobians, and FD), and
@@ -198,8 +202,10 @@ class JaxRunner:
         return best / q.shape[0], compile_s, np.asarray(J), eqns
 
 
-def time_cell(name, model, quantity, order, args, jax_runner, rng):
-    """One table row: structured, FD and JAX per-sample times of one Jacobian."""
+def time_cell(name, model, quantity, order, args, rng):
+    """One table row without its JAX columns: structured (all threads and one) and FD
+    per-sample times of one Jacobian; ``row["q"]`` keeps the first --jax-samples stacks
+    for :func:`time_jax` (removed there)."""
     K_in = cmtm.jacobian_input_orders(quantity, order)
     q_all = rng.uniform(-1.0, 1.0, (args.samples, K_in, model.nv))
     row = {"model": name, "nv": model.nv, "order": order, "quantity": quantity}
@@ -220,23 +226,26 @@ def time_cell(name, model, quantity, order, args, jax_runner, rng):
             lambda q: cmtm.reference.fd_jacobian(model, q, quantity, order=order),
             q_all, min(n, args.samples), args.target, args.repeats)
         row.update(fd_us=1e6 * fd_s, fd_samples=n_fd, fd_err=relative_error(J_fd, J[:n_fd]))
-
-    row.update(jax_us=None, jax_compile_s=None, jax_err=None, jax_eqns=None, jax_note=None)
-    if jax_runner is not None:
-        reason = jax_runner.skip_reason(quantity, order, model.nv)
-        if reason is None:
-            n_jax = min(n, args.jax_samples)
-            jax_s, compile_s, J_jax, eqns = jax_runner.run(model, quantity, order,
-                                                           np.ascontiguousarray(q_all[:n_jax]),
-                                                           args.repeats)
-            row["jax_eqns"] = eqns
-            if jax_s is None:
-                reason = f"skip: {eqns / 1e3:.0f}k primitives"
-            else:
-                row.update(jax_us=1e6 * jax_s, jax_compile_s=compile_s,
-                           jax_err=relative_error(J_jax, J[:n_jax]))
-        row["jax_note"] = reason
+    row["q"] = np.ascontiguousarray(q_all[:min(n, args.jax_samples)])
     return row
+
+
+def time_jax(row, model, args, jax_runner):
+    """The JAX columns of a row of :func:`time_cell`, on its kept stacks (the structured
+    Jacobian of the same stacks recomputed, untimed, for the error)."""
+    quantity, order, q = row["quantity"], row["order"], row.pop("q")
+    row.update(jax_us=None, jax_compile_s=None, jax_err=None, jax_eqns=None, jax_note=None)
+    reason = jax_runner.skip_reason(quantity, order, model.nv)
+    if reason is None:
+        jax_s, compile_s, J_jax, eqns = jax_runner.run(model, quantity, order, q, args.repeats)
+        row["jax_eqns"] = eqns
+        if jax_s is None:
+            reason = f"skip: {eqns / 1e3:.0f}k primitives"
+        else:
+            J = cmtm.jacobian(model, q, quantity, order=order)
+            row.update(jax_us=1e6 * jax_s, jax_compile_s=compile_s,
+                       jax_err=relative_error(J_jax, J))
+    row["jax_note"] = reason
 
 
 # --- summaries under the table ---
@@ -380,13 +389,23 @@ def main():
     jax_runner = None if args.no_jax else JaxRunner(args.jax_max_eqns, args.jax_max_compile,
                                                     args.jax_budget)
     rng = np.random.default_rng(0)
-    rows = []
-    for name, model in models:
+    rows, row_models = [], []
+    for name, model in models:       # cmtm and FD of every cell before JAX runs at all
         for order in args.orders:
             for quantity in QUANTITIES:
-                rows.append(time_cell(name, model, quantity, order, args, jax_runner, rng))
-                print(f"  done {name} k={order} {quantity} "
+                rows.append(time_cell(name, model, quantity, order, args, rng))
+                row_models.append(model)
+                print(f"  timed {name} k={order} {quantity} "
                       f"({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
+    for row, model in zip(rows, row_models):
+        if jax_runner is None:
+            row.pop("q")
+            row.update(jax_us=None, jax_compile_s=None, jax_err=None, jax_eqns=None,
+                       jax_note=None)
+        else:
+            time_jax(row, model, args, jax_runner)
+            print(f"  JAX {row['model']} k={row['order']} {row['quantity']} "
+                  f"({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
 
     memory = None
     if not args.no_memory:
