@@ -231,10 +231,13 @@ def time_cell(name, model, quantity, order, args, rng):
 
 
 def time_jax(row, model, args, jax_runner):
-    """The JAX columns of a row of :func:`time_cell`, on its kept stacks (the structured
-    Jacobian of the same stacks recomputed, untimed, for the error)."""
+    """The JAX columns of a row of :func:`time_cell` (None without a runner: --no-jax), on
+    its kept stacks (the structured Jacobian of the same stacks recomputed, untimed, for
+    the error)."""
     quantity, order, q = row["quantity"], row["order"], row.pop("q")
     row.update(jax_us=None, jax_compile_s=None, jax_err=None, jax_eqns=None, jax_note=None)
+    if jax_runner is None:
+        return
     reason = jax_runner.skip_reason(quantity, order, model.nv)
     if reason is None:
         jax_s, compile_s, J_jax, eqns = jax_runner.run(model, quantity, order, q, args.repeats)
@@ -389,21 +392,16 @@ def main():
     jax_runner = None if args.no_jax else JaxRunner(args.jax_max_eqns, args.jax_max_compile,
                                                     args.jax_budget)
     rng = np.random.default_rng(0)
-    rows, row_models = [], []
+    rows = []
     for name, model in models:       # cmtm and FD of every cell before JAX runs at all
         for order in args.orders:
             for quantity in QUANTITIES:
                 rows.append(time_cell(name, model, quantity, order, args, rng))
-                row_models.append(model)
                 print(f"  timed {name} k={order} {quantity} "
                       f"({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
-    for row, model in zip(rows, row_models):
-        if jax_runner is None:
-            row.pop("q")
-            row.update(jax_us=None, jax_compile_s=None, jax_err=None, jax_eqns=None,
-                       jax_note=None)
-        else:
-            time_jax(row, model, args, jax_runner)
+    for row in rows:
+        time_jax(row, dict(models)[row["model"]], args, jax_runner)
+        if jax_runner is not None:
             print(f"  JAX {row['model']} k={row['order']} {row['quantity']} "
                   f"({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
 

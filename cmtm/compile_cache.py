@@ -12,6 +12,7 @@ processes writing different signatures of one function at the same time. Only ke
 cached (``cmtm._jit``), the helpers they share are compiled again by every process that
 needs them, and :data:`UNITS` name disjoint kernels (``tests/test_compile_cache.py``).
 """
+import functools
 import os
 import subprocess
 import sys
@@ -70,9 +71,11 @@ before it in its family (which compiled the helpers they share), measured on thi
 project's machine: the CMTM family 11.9 s in all, the world-frame family 15.0 s."""
 
 
+@functools.cache
 def small_model_and_stack():
-    """A 2-link chain and a (2, 5, 2) derivative stack: the kernels' argument types do not
-    depend on the model's size or joints (``cmtm.api.check_model``), nor on the order."""
+    """A 2-link chain and a (2, 5, 2) derivative stack, built once per process: the
+    kernels' argument types do not depend on the model's size or joints
+    (``cmtm.api.check_model``), nor on the order."""
     import kinematic_trees as kt
     model = kt.compile_tree(kt.serial_chain(2))
     return model, np.random.default_rng(0).uniform(-1.0, 1.0, (2, 5, model.nv))
@@ -153,7 +156,7 @@ def precompile(jobs=None):
     """
     start = time.perf_counter()
     groups = balanced_groups(check_jobs(jobs))
-    kernel_model_of(small_model_and_stack()[0])
+    kernel_model_of(small_model_and_stack()[0])   # joint_geometry cached before the children
     children = [subprocess.Popen([sys.executable, "-c", CHILD, *group], env=child_environment(),
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
                 for group in groups[1:]]

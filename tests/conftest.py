@@ -78,10 +78,15 @@ from cmtm import api  # noqa: E402
 from cmtm._jit import HELPER_OPTIONS  # noqa: E402
 from ioc.direct import solve  # noqa: E402
 from ioc.problem import MotionProblem  # noqa: E402
+from numba.core.dispatcher import Dispatcher  # noqa: E402
 
 if FRESH_CACHE:
     # every kernel at once, one process per CPU, instead of one at a time as tests reach them
     cmtm.precompile()
+
+API_KERNELS = {name: value for name, value in sorted(vars(api).items())
+               if isinstance(value, Dispatcher) and name.endswith("_kernel")}
+"""The kernels cmtm.api runs, by their names there."""
 
 PAPER = dict(duration=2.0, samples=200, degree=5, control_points=50, start=1.57, goal=-1.57,
              rest_order=1, limits=(-np.pi, np.pi))
@@ -183,8 +188,7 @@ def kernel_allocations():
     NRT allocation counters over one call of the (already compiled) kernel and over a no-op
     compiled with the helpers' options (``cmtm._jit.HELPER_OPTIONS``: the kernels' without
     the disk cache) taking the same arguments, equal when the kernel itself allocates
-    nothing. Skips where Numba keeps no
-    allocation statistics."""
+    nothing. Skips where Numba keeps no allocation statistics."""
     nrt = pytest.importorskip("numba.core.runtime._nrt_python")
     from numba.core.runtime import rtsys
     if not hasattr(nrt, "memsys_enable_stats"):

@@ -13,11 +13,11 @@ import pkgutil
 import numba
 import numpy as np
 import pytest
+from conftest import API_KERNELS
 from numba.core.dispatcher import Dispatcher
 from numba.core.errors import TypingError
 
 import cmtm
-from cmtm import api
 from cmtm._jit import HELPER_OPTIONS
 
 ALLOCATING = {
@@ -27,7 +27,8 @@ ALLOCATING = {
     "cmtm.reference.motion_transform", "cmtm.reference.cmtm_inverse_blocks",
     "cmtm.reference.comprehensive_velocity"}
 """The jitted functions that return a new array (decorated ``jit_allocating``)."""
-CALLED_FROM_PYTHON = {"cmtm.kinematics.joint_geometry", "cmtm.structured_jacobians.jacobian_flags"}
+CALLED_FROM_PYTHON = {"cmtm.kinematics.joint_geometry",
+                      "cmtm.structured_jacobians.jacobian_flags"}
 """Besides the kernels: kernel_model fills the joint geometry, jacobian_sizes reads the flags."""
 
 
@@ -55,8 +56,7 @@ def test_runtime_and_cache_options_of_every_dispatcher():
 
 def api_kernels():
     """Dotted names of the kernels cmtm.api calls."""
-    return {f"{value.py_func.__module__}.{name}" for name, value in vars(api).items()
-            if isinstance(value, Dispatcher) and name.endswith("_kernel")}
+    return {f"{value.py_func.__module__}.{name}" for name, value in API_KERNELS.items()}
 
 
 def test_the_kernels_are_the_nine_of_the_api():
