@@ -775,7 +775,7 @@ def _velocity_jacobian(model, stack, k):
     finite = np.empty(n_samples, dtype=np.bool_)
     run_on_threads(model, velocity_derivatives_kernel, "velocity_derivatives", (k,),
                    lambda kmodel, slots: velocity_derivatives_workspace(kmodel, k, slots),
-                   n_samples, taylor_from_raw(stack[:, :k + 2]), J, finite)
+                   n_samples, stack, J, finite)
     if not finite.all():
         raise overflow_error("link_velocity")
     return J

@@ -122,32 +122,6 @@ def link_world_pose(model, i, q_i, E, R, p, identity, origin, w_R, w_p, s):
 
 
 @jit
-def screw_twist_jets(qhat, i, v_parent, s, v):
-    """Taylor coefficients of the world screw s and twist v of link i (s[0] given: the
-    screw of its pose) from its parent's twist jet v_parent and the Taylor-scaled stack
-    qhat (rows q_b, columns joints; q'_b = (b+1) q_{b+1}):
-
-        s_{m+1} = 1/(m+1) sum_{a<=m} v_p,a x s_{m-a}      (s' = v_p x s)
-        v_m = v_p,m + sum_{a<=m} s_a q'_{m-a}             (v = v_p + s q')
-
-    for every row of s and of v (v may be a row shorter: the link-velocity Jacobian's jets);
-    the world-frame jet kernels (``cmtm.torque_jacobian``,
-    ``cmtm.velocity_derivatives``) share it."""
-    for m in range(s.shape[0] - 1):
-        for r in range(6):
-            s[m + 1, r] = 0.0
-        for a in range(m + 1):
-            motion_cross_add(v_parent[a], s[m - a], 1.0 / (m + 1), s[m + 1])
-    for m in range(v.shape[0]):
-        for r in range(6):
-            v[m, r] = v_parent[m, r]
-        for a in range(m + 1):
-            rate = (m - a + 1) * qhat[m - a + 1, i]
-            for r in range(6):
-                v[m, r] += s[a, r] * rate
-
-
-@jit
 def world_screw(joint_type, axis, w_R, w_p, s):
     """s = [u; p x u] with u = w_R a (revolute: a line through p), or [0; w_R a]."""
     u0 = w_R[0, 0] * axis[0] + w_R[0, 1] * axis[1] + w_R[0, 2] * axis[2]

@@ -49,8 +49,8 @@ import numpy as np
 
 from cmtm._jit import jit, jit_inline, jit_kernel
 from cmtm.kinematics import base_velocity_stacks
-from cmtm.rnea_derivatives import (inertia_rate_add, link_world_pose, screw_twist_jets,
-                                   world_inertia)
+from cmtm.rnea_derivatives import inertia_rate_add, link_world_pose, world_inertia
+from cmtm.spatial import motion_cross_add
 from cmtm.taylor import (add_blocks, add_stack, conv_block_vec, copy_stack, force_cross_conv,
                          motion_cross_conv, raw_block_coefficients, write_raw_blocks,
                          zero_stack)
@@ -123,15 +123,24 @@ def link_world_jets(model, tw, c, i, q, v_parent):
         I_0 = A^{-T} I A^{-1},  I_{m+1} = 1/(m+1) sum_{a<=m} (v_a x^* I_{m-a} - I_{m-a} v_a x)
         h_m = sum_{a<=m} I_a v_{m-a}                                   (h = I v)
 
-    into tw.s, v_w (``screw_twist_jets``), Ic and hJ_w (the link's own inertia and
-    momentum)."""
+    into tw.s, v_w, Ic and hJ_w (the link's own inertia and momentum)."""
     s, v, I, h = tw.s[c, i], tw.v_w[c, i], tw.Ic[c, i], tw.hJ_w[c, i]
     link_world_pose(model, i, q[0, i], tw.E[c], tw.R[c], tw.p[c], tw.identity, tw.origin,
                     tw.w_R[c], tw.w_p[c], s[0])
-    screw_twist_jets(q, i, v_parent, s, v)
+    L = s.shape[0]
+    for m in range(L - 1):
+        s[m + 1, :] = 0.0
+        for a in range(m + 1):
+            motion_cross_add(v_parent[a], s[m - a], 1.0 / (m + 1), s[m + 1])
+    for m in range(L):
+        for r in range(6):
+            acc = v_parent[m, r]
+            for a in range(m + 1):
+                acc += s[a, r] * ((m - a + 1) * q[m - a + 1, i])
+            v[m, r] = acc
     world_inertia(model.mass[i], tw.first_moment[i], tw.rotational_inertia[i], tw.w_R[c, i],
                   tw.w_p[c, i], tw.w_m[c], tw.w_mc[c], tw.w_IO[c], I[0])
-    for m in range(I.shape[0] - 1):
+    for m in range(L - 1):
         I[m + 1, :, :] = 0.0
         for a in range(m + 1):
             inertia_rate_add(v[a], I[m - a], I[m + 1])

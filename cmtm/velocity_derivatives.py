@@ -52,7 +52,7 @@ from typing import NamedTuple
 import numpy as np
 
 from cmtm._jit import jit, jit_inline, jit_kernel
-from cmtm.rnea_derivatives import link_world_pose, screw_twist_jets
+from cmtm.rnea_derivatives import link_world_pose
 from cmtm.spatial import motion_cross_add
 
 
@@ -78,8 +78,8 @@ def support_runs(model):
 
 class VelocityDerivativesWorkspace(NamedTuple):
     """Work arrays of :func:`velocity_derivatives_kernel` for n links and K = k+1 output
-    orders: run_start, runs, identity, origin, rest and binomial shared by the chunks, the
-    others with a leading chunk axis."""
+    orders: run_start, runs, identity, origin, rest, binomial and inverse_factorial shared
+    by the chunks, the others with a leading chunk axis."""
 
     run_start: np.ndarray   # (n+1,) int64, runs[run_start[i]:run_start[i+1]] of link i
     runs: np.ndarray        # (n_runs, 2) int64: first joint, length
@@ -87,6 +87,7 @@ class VelocityDerivativesWorkspace(NamedTuple):
     origin: np.ndarray      # (3,)
     rest: np.ndarray        # (K, 6) twist jet of the base (at rest)
     binomial: np.ndarray    # (K, K) binomial[l, r] = C(l, r)
+    inverse_factorial: np.ndarray   # (K,) 1 / n!
     E: np.ndarray           # (3, 3) joint rotation
     R: np.ndarray           # (3, 3) link pose in its parent
     p: np.ndarray           # (3,)
@@ -111,23 +112,38 @@ def velocity_derivatives_workspace(kernel_model, order, n_chunks):
     return VelocityDerivativesWorkspace(
         run_start=run_start, runs=runs, identity=np.eye(3), origin=np.zeros(3),
         rest=np.zeros((K, 6)), binomial=binomial,
+        inverse_factorial=np.array([1.0 / math.factorial(m) for m in range(K)]),
         E=work(3, 3), R=work(3, 3), p=work(3), w_R=work(n, 3, 3), w_p=work(n, 3),
         w_S=work(n, K + 1, 6), w_V=work(n, K, 6), jets=work(2, K, 6),
         w_cols=work(2, K, 6, n), body=work(K, 6, n))
 
 
 @jit_inline
-def world_jets(model, ws, c, qhat):
-    """Poses, screw jets s_0..s_K and twist jets v_0..v_{K-1} of every link
-    (``screw_twist_jets``, parents first) and the order-0 columns s'_i = s_1
-    (``w_cols[0, 0]``) and s_i (``w_cols[1, 0]``), from the Taylor-scaled stack qhat of
-    one sample."""
+def world_jets(model, ws, c, q_rows, K):
+    """Poses, screw jets s_0..s_K and twist jets v_0..v_{K-1} of every link, and the
+    order-0 columns s'_i = s_1 (``w_cols[0, 0]``) and s_i (``w_cols[1, 0]``): the per-link
+    recursion of the module docstring on Taylor coefficients, with q_rows the raw
+    derivatives of one sample (q' coefficients q^(m+1) / m!). The torque kernel's
+    ``link_world_jets`` runs the same screw and twist recursion on Taylor-scaled stacks;
+    one helper shared by both, tried, made this kernel 15-30 % slower at order 0 (and the
+    torque kernel 10-15 % faster), so each keeps its loops."""
     for i in range(model.parent.shape[0]):
         par = model.parent[i]
-        S = ws.w_S[c, i]
-        link_world_pose(model, i, qhat[0, i], ws.E[c], ws.R[c], ws.p[c], ws.identity,
+        S, V = ws.w_S[c, i], ws.w_V[c, i]
+        link_world_pose(model, i, q_rows[0, i], ws.E[c], ws.R[c], ws.p[c], ws.identity,
                         ws.origin, ws.w_R[c], ws.w_p[c], S[0])
-        screw_twist_jets(qhat, i, ws.rest if par < 0 else ws.w_V[c, par], S, ws.w_V[c, i])
+        v_par = ws.rest if par < 0 else ws.w_V[c, par]
+        for m in range(K):
+            for r in range(6):
+                S[m + 1, r] = 0.0
+            for a in range(m + 1):                      # (m+1) s_{m+1} = sum v_p,a x s_{m-a}
+                motion_cross_add(v_par[a], S[m - a], 1.0 / (m + 1), S[m + 1])
+            for r in range(6):
+                V[m, r] = v_par[m, r]
+            for a in range(m + 1):                      # v_m = v_p,m + sum s_a q'_{m-a}
+                rate = q_rows[m - a + 1, i] * ws.inverse_factorial[m - a]
+                for r in range(6):
+                    V[m, r] += S[a, r] * rate
         for r in range(6):
             ws.w_cols[c, 0, 0, r, i] = S[1, r]
             ws.w_cols[c, 1, 0, r, i] = S[0, r]
@@ -218,14 +234,14 @@ def link_rows(ws, c, i, out):
 
 
 @jit_kernel
-def velocity_derivatives_kernel(model, ws, c, first, last, qhat, out, finite):
-    """out[s, l, 6 i + c, r, j] = d nu_i,c^(l) / d q_j^(r) (raw derivatives, l <= k,
-    r <= k+1) for j in the support of link i, at the samples s = first..last-1 of the
-    Taylor-scaled stacks qhat (n_samples, >= k+2, n), with work slot c; ``out``
-    (n_samples, k+1, 6 n, k+2, n) zero-initialised; finite[s] whether every entry of
-    sample s is finite."""
+def velocity_derivatives_kernel(model, ws, c, first, last, q_stack, out, finite):
+    """out[s, l, 6 i + c, r, j] = d nu_i,c^(l) / d q_j^(r) (l <= k, r <= k+1) for j in the
+    support of link i, at the samples s = first..last-1 of q_stack (n_samples, >= k+2, n)
+    raw, with work slot c; ``out`` (n_samples, k+1, 6 n, k+2, n) zero-initialised;
+    finite[s] whether every entry of sample s is finite."""
+    K = out.shape[1]
     for smp in range(first, last):
-        world_jets(model, ws, c, qhat[smp])
+        world_jets(model, ws, c, q_stack[smp], K)
         ok = True
         for i in range(model.parent.shape[0]):
             ok = link_rows(ws, c, i, out[smp]) and ok

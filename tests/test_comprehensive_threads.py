@@ -105,12 +105,12 @@ def jacobian_kernel_outputs(model, qhat, wanted, n_chunks):
     return outputs
 
 
-def velocity_kernel_output(model, qhat, n_chunks):
-    """The raw output of velocity_derivatives_kernel run in n_chunks chunks."""
-    kernel, (out, finite) = api.kernel_model_of(model), velocity_outputs(model, qhat.shape[0])
+def velocity_kernel_output(model, q, n_chunks):
+    """The output of velocity_derivatives_kernel (raw stack q) run in n_chunks chunks."""
+    kernel, (out, finite) = api.kernel_model_of(model), velocity_outputs(model, q.shape[0])
     api.run_chunks(velocity_derivatives_kernel, kernel,
                    [velocity_derivatives_workspace(kernel, ORDER, 1) for _ in range(n_chunks)],
-                   qhat.shape[0], qhat, out, finite)
+                   q.shape[0], q, out, finite)
     assert finite.all()
     return out
 
@@ -154,10 +154,11 @@ def motion_kernel_outputs(model, qhat, n_chunks):
 
 def test_kernels_do_not_depend_on_the_chunking(small_tree):
     """7 samples in 1..7 chunks (more chunks than threads)."""
-    qhat = taylor_from_raw(random_stack(small_tree, ORDER + 3, n_samples=7, seed=33))
+    q = random_stack(small_tree, ORDER + 3, n_samples=7, seed=33)
+    qhat = taylor_from_raw(q)
     wanted = comprehensive_wanted()
     first_J = jacobian_kernel_outputs(small_tree, qhat, wanted, 1)
-    first_velocity = velocity_kernel_output(small_tree, qhat, 1)
+    first_velocity = velocity_kernel_output(small_tree, q, 1)
     first_torque = torque_kernel_output(small_tree, qhat, 1)
     first_motion = motion_kernel_outputs(small_tree, qhat, 1)
     first_cmtm = link_cmtm_kernel_output(small_tree, qhat, 1)
@@ -165,7 +166,7 @@ def test_kernels_do_not_depend_on_the_chunking(small_tree):
         assert np.array_equal(first_cmtm, link_cmtm_kernel_output(small_tree, qhat, n_chunks))
         J = jacobian_kernel_outputs(small_tree, qhat, wanted, n_chunks)
         assert all(np.array_equal(a, b) for a, b in zip(first_J, J)), n_chunks
-        assert np.array_equal(first_velocity, velocity_kernel_output(small_tree, qhat,
+        assert np.array_equal(first_velocity, velocity_kernel_output(small_tree, q,
                                                                      n_chunks)), n_chunks
         assert np.array_equal(first_torque, torque_kernel_output(small_tree, qhat, n_chunks))
         motion = motion_kernel_outputs(small_tree, qhat, n_chunks)
@@ -200,8 +201,8 @@ def test_kernels_allocate_nothing(small_tree, kernel_allocations):
     kernel = api.kernel_model_of(small_tree)
     wanted = comprehensive_wanted()
     for n_samples, n_chunks in ((1, 1), (SAMPLES, 1), (SAMPLES, 3)):
-        qhat = taylor_from_raw(random_stack(small_tree, ORDER + 3, n_samples=n_samples,
-                                            seed=35))
+        q = random_stack(small_tree, ORDER + 3, n_samples=n_samples, seed=35)
+        qhat = taylor_from_raw(q)
         J, motion = jacobian_outputs(small_tree, n_samples, wanted), \
             motion_outputs(small_tree, n_samples)
         last = n_samples // n_chunks       # the first of n_chunks chunks
@@ -211,7 +212,7 @@ def test_kernels_allocate_nothing(small_tree, kernel_allocations):
                   qhat, wanted, J)),
                 ("velocity_derivatives_kernel", velocity_derivatives_kernel,
                  (kernel, velocity_derivatives_workspace(kernel, ORDER, n_chunks), 0, 0, last,
-                  qhat, *velocity_outputs(small_tree, n_samples))),
+                  q, *velocity_outputs(small_tree, n_samples))),
                 ("torque_jacobian_kernel", torque_jacobian_kernel,
                  (kernel, torque_workspace(kernel, ORDER, n_chunks), 0, 0, last, qhat,
                   torque_output(small_tree, n_samples))),
