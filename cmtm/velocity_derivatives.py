@@ -35,8 +35,7 @@ the caller need not scan an output that can be megabytes per sample.
 Measured against the CMTM kernel it replaces (one thread, 200 samples, through
 ``cmtm.jacobian``, same sitting, us per sample): 2-link chain k = 1..4 1.06-2.42 against
 1.29-3.64, Panda 4.56-15.7 against 5.72-21.6, 4- and 8-link chains 1.2-1.5x faster,
-16-link chain and a 12-link tree 1.0-1.08x (the zero-initialised output's first touch
-weighs more there); the two agree to 2e-15 relative, identical at k = 0 (the order-0
+16-link chain and a 12-link tree 1.0-1.08x; the two agree to 2e-15 relative, identical at k = 0 (the order-0
 kernel before).
 
 ==================  =============  ===========  ======================================
