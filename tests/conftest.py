@@ -75,7 +75,7 @@ FRESH_CACHE = use_keyed_numba_cache()
 import kinematic_trees as kt  # noqa: E402
 import cmtm  # noqa: E402
 from cmtm import api  # noqa: E402
-from cmtm._jit import HELPER_OPTIONS  # noqa: E402
+from cmtm._jit import KERNEL_OPTIONS  # noqa: E402
 from ioc.direct import solve  # noqa: E402
 from ioc.problem import MotionProblem  # noqa: E402
 from numba.core.dispatcher import Dispatcher  # noqa: E402
@@ -141,6 +141,15 @@ def assert_close(actual, desired, rel, what=""):
     assert error <= rel, f"{what}: relative error {error:.2e} > {rel:.0e}"
 
 
+def python_entry(helper):
+    """A jitted function with a Python entry point that calls the kernel helper ``helper``
+    (which has none, ``cmtm._jit.HELPER_OPTIONS``) on the same arguments."""
+    @numba.njit
+    def call(*args):
+        return helper(*args)
+    return call
+
+
 def random_stack(model, n_orders, n_samples=None, seed=0, scale=1.0):
     """A random raw derivative stack (n_samples, n_orders, nv) or (n_orders, nv)."""
     rng = np.random.default_rng(seed)
@@ -186,15 +195,15 @@ def split_every_call(monkeypatch):
 def kernel_allocations():
     """A function ``(kernel, args) -> (allocations of kernel(*args), of a no-op)``: Numba's
     NRT allocation counters over one call of the (already compiled) kernel and over a no-op
-    compiled with the helpers' options (``cmtm._jit.HELPER_OPTIONS``: the kernels' without
-    the disk cache) taking the same arguments, equal when the kernel itself allocates
+    compiled with the kernels' options (``cmtm._jit.KERNEL_OPTIONS``) without the disk cache,
+    taking the same arguments, equal when the kernel itself allocates
     nothing. Skips where Numba keeps no allocation statistics."""
     nrt = pytest.importorskip("numba.core.runtime._nrt_python")
     from numba.core.runtime import rtsys
     if not hasattr(nrt, "memsys_enable_stats"):
         pytest.skip("this Numba has no NRT allocation statistics")
 
-    @numba.njit(**HELPER_OPTIONS)
+    @numba.njit(**{**KERNEL_OPTIONS, "cache": False})
     def no_op(*args):
         pass
 

@@ -11,26 +11,31 @@ stated.
 """
 import math
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cmtm
-from cmtm import naive
-from cmtm._jit import jit, jit_allocating
+from cmtm import naive, taylor
+from cmtm._jit import jit_allocating
 from cmtm.cmtm_matrix import cmtm_blocks
 from cmtm.reference import (cmtm_inverse_blocks, comprehensive_velocity, force_cross,
                             motion_cross, motion_transform, shift_matrix, tangent_matrix,
                             toeplitz)
 from cmtm.spatial import motion_transform_inverse, skew
-from cmtm.taylor import (conv_block_vec, conv_blocks, derivative_stack, force_cross_conv,
-                         motion_cross_conv, raw_from_taylor, taylor_from_raw)
+from cmtm.taylor import conv_block_vec, derivative_stack, raw_from_taylor, taylor_from_raw
+from conftest import python_entry
 
 TOL = 1e-12
 """Round-off of O(k^2) products of 6x6 blocks with entries of order one."""
 ORDERS = [0, 1, 2, 4, 6]
 FEW = settings(max_examples=8, deadline=None)
+conv_blocks, motion_cross_conv, force_cross_conv = (
+    python_entry(taylor.conv_blocks), python_entry(taylor.motion_cross_conv),
+    python_entry(taylor.force_cross_conv))
+"""The engine's kernel helpers, callable from the tests."""
 
 
 def assert_small(actual, desired, tol=TOL, what=""):
@@ -101,7 +106,7 @@ def dual_blocks(inverse_blocks):
     return out
 
 
-@jit
+@numba.njit
 def u_operator_apply(M, z, out):
     """U(T(M)) z of §1.3: out[l] = (l+1) z[l+1] + sum_{m<=l} M[l-m] z[m], l < len(out),
     from the engine's kernels derivative_stack (J2) and conv_block_vec (J1).
@@ -192,7 +197,7 @@ def test_block_convolutions_equal_dense_toeplitz_products(k):
     conv_blocks(A, B, out)
     assert_small(toeplitz(out), toeplitz(A) @ toeplitz(B))
     vec = np.zeros((k + 1, 6))
-    conv_block_vec(A, x, vec, 1.0)
+    python_entry(conv_block_vec)(A, x, vec, 1.0)
     assert_small(vec.ravel(), toeplitz(A) @ x.ravel())
 
 

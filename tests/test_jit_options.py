@@ -1,8 +1,9 @@
 """The engine's Numba options (cmtm._jit): every kernel and helper is compiled without
 fastmath, with the GIL released and without Numba's runtime; only the conveniences that
 return a new array (``jit_allocating``) have the runtime. Only the functions that Python
-calls are cached on disk: the kernels of cmtm.api, the two functions that Python calls
-besides them, and the allocating conveniences; the helpers only kernels call are not.
+calls are cached on disk and have a Python entry point: the kernels of cmtm.api, the two
+functions that Python calls besides them, and the allocating conveniences; the helpers only
+kernels call have neither.
 
 References: the options Numba records on each dispatcher of every cmtm module, and the
 compiler itself (an allocation under the kernels' options must not compile).
@@ -13,12 +14,13 @@ import pkgutil
 import numba
 import numpy as np
 import pytest
-from conftest import API_KERNELS
+from conftest import API_KERNELS, python_entry
 from numba.core.dispatcher import Dispatcher
 from numba.core.errors import TypingError
 
 import cmtm
-from cmtm._jit import HELPER_OPTIONS
+from cmtm._jit import KERNEL_OPTIONS, HelperDispatcher
+from cmtm.spatial import motion_cross_add
 
 ALLOCATING = {
     "cmtm.cmtm_matrix.velocity_crosses", "cmtm.cmtm_matrix.cmtm_blocks", "cmtm.spatial.skew",
@@ -51,7 +53,22 @@ def test_runtime_and_cache_options_of_every_dispatcher():
         assert options["_nrt"] is (name in ALLOCATING), name
         assert options["fastmath"] is False and options["nogil"] is True, name
         cached = type(dispatcher._cache).__name__ == "FunctionCache"
-        assert cached is (name in ALLOCATING | CALLED_FROM_PYTHON | api_kernels()), name
+        called_from_python = name in ALLOCATING | CALLED_FROM_PYTHON | api_kernels()
+        assert cached is called_from_python, name
+        assert options.get("no_cpython_wrapper", False) is not called_from_python, name
+        assert isinstance(dispatcher, HelperDispatcher) is not called_from_python, name
+
+
+def test_a_helper_called_from_python_raises_instead_of_crashing():
+    """A helper has no Python entry point: its dispatcher raises TypeError (calling the
+    missing wrapper would crash the interpreter); from jitted code it runs."""
+    a, b = np.array([0.0, 0.0, 1.0, 1.0, 0.0, 0.0]), np.array([1.0, 0.0, 0.0, 0.0, 1.0, 0.0])
+    out = np.zeros(6)
+    with pytest.raises(TypeError, match="cmtm.spatial.motion_cross_add is a kernel helper"):
+        motion_cross_add(a, b, 1.0, out)
+    python_entry(motion_cross_add)(a, b, 1.0, out)
+    # [w; u] x [w'; u'] = [w x w'; w x u' + u x w'] with w = e3, u = e1, w' = e1, u' = e2
+    assert np.array_equal(out, [0.0, 1.0, 0.0, -1.0, 0.0, 0.0])
 
 
 def api_kernels():
@@ -70,7 +87,7 @@ def test_an_allocation_under_the_kernel_options_does_not_compile():
             out[i] = i
         return out
 
-    without_runtime = HELPER_OPTIONS
+    without_runtime = {**KERNEL_OPTIONS, "cache": False}
     with pytest.raises(TypingError):
         numba.njit(**without_runtime)(ramp)(3)
     assert np.array_equal(numba.njit(**{**without_runtime, "_nrt": True})(ramp)(3),

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 import cmtm
-from cmtm.kinematics import joint_cmtm_inverse
+from cmtm import kinematics
 from cmtm.reference import cmtm_inverse_blocks
 from cmtm.spatial import motion_transform_inverse
 from kinematic_trees.inertia import axis_rotation
 from kinematic_trees.joint_types import JOINT_PRISMATIC, JOINT_REVOLUTE
-from conftest import random_stack
+from conftest import python_entry, random_stack
 
 
 @pytest.mark.parametrize("joint_type", [JOINT_REVOLUTE, JOINT_PRISMATIC])
@@ -24,7 +24,8 @@ def test_closed_form_joint_cmtm_matches_recursion(joint_type):
     K = 7
     qhat = rng.uniform(-1.5, 1.5, size=K + 1)
     closed = np.empty((K, 6, 6))
-    joint_cmtm_inverse(joint_type, axis, qhat, closed, np.empty(K), np.empty(K), np.empty((3, 3)))
+    python_entry(kinematics.joint_cmtm_inverse)(joint_type, axis, qhat, closed, np.empty(K),
+                                                np.empty(K), np.empty((3, 3)))
     S = np.concatenate([axis, np.zeros(3)]) if joint_type == JOINT_REVOLUTE \
         else np.concatenate([np.zeros(3), axis])
     nuJ = np.array([(m + 1) * qhat[m + 1] * S for m in range(K)])
