@@ -312,6 +312,40 @@ def test_link_velocity_jacobian_overflow_is_a_value_error():
         cmtm.jacobian(model, q, "link_velocity")
 
 
+def all_finite_cases():
+    """(name, array): finite, one NaN / +inf / -inf, entries whose squares overflow (one of
+    1e200; a million of 1e153, whose squares sum beyond float64), an empty and a strided
+    array."""
+    rng = np.random.default_rng(3)
+    base = rng.uniform(-1.0, 1.0, (4, 5, 6))
+    cases = [("finite", base), ("empty", np.zeros((0, 3))), ("strided", base[:, ::2, 1:])]
+    for name, value in (("nan", np.nan), ("inf", np.inf), ("-inf", -np.inf),
+                        ("1e200", 1e200)):
+        bad = base.copy()
+        bad[2, 2, 4] = value
+        cases += [(name, bad), ("strided " + name, bad[:, ::2, 1:])]
+    cases.append(("million 1e153", np.full(10**6, 1e153)))
+    return cases
+
+
+@pytest.mark.parametrize("name, array", all_finite_cases(), ids=lambda case: str(case)[:20])
+def test_all_finite_agrees_with_numpy_without_warnings(name, array):
+    """cmtm.api.all_finite (a sum of squares, then max and min if it is not finite) against
+    np.isfinite(array).all(); pytest turns warnings into errors, so an overflow of the sum
+    of squares must stay silent."""
+    assert cmtm.api.all_finite(array) is bool(np.isfinite(array).all()), name
+
+
+def test_large_finite_results_are_returned():
+    """Results whose squares overflow are finite: the check must return them. The order-0
+    torque Jacobian of a 3-link chain with rates of 1e100 has entries ~1e200 (d tau / d q'
+    ~ I v), whose squares overflow float64."""
+    model = kt.compile_tree(kt.serial_chain(3))
+    q = np.array([[0.3, 0.2, 0.1], [1e100, 1e100, 1e100], [0.0, 0.0, 0.0]])
+    J = cmtm.jacobian(model, q, "joint_torque")
+    assert np.isfinite(J).all() and np.abs(J).max() > 1e160
+
+
 def test_link_velocity_overflow_flag_belongs_to_its_call(monkeypatch):
     """An overflow in one call (its last sample on a thread of its own) does not make a
     later finite call with the same shapes, run in one chunk, raise: the kernel's finite
