@@ -1,7 +1,7 @@
 """Fill Numba's on-disk cache with every kernel of the public API, in parallel processes.
 
 Numba compiles one function at a time in a process (a global compiler lock): a cold process
-spends ~26-31 s on this project's 2-core machine compiling the kernels that the public
+spends ~23-25 s on this project's 2-core machine compiling the kernels that the public
 functions run (``bench/bench_order0.py`` block 4). The kernels are independent of each
 other, so :func:`precompile` deals them out to several processes that compile at the same
 time, each writing its kernels to the cache (``NUMBA_CACHE_DIR`` or Numba's default), from
@@ -41,24 +41,24 @@ CMTM, WORLD = "CMTM passes", "world-frame passes"
 
 UNITS = {
     "comprehensive jacobians": CompileUnit(
-        ("jacobian_kernel",), 9.8, CMTM,
+        ("jacobian_kernel",), 8.6, CMTM,
         lambda model, q: jacobians(model, q, ("link_velocity", "link_momentum"), order=1)),
     "motion": CompileUnit(
-        ("motion_kernel",), 1.4, CMTM, lambda model, q: motion(model, q, order=0)),
+        ("motion_kernel",), 1.3, CMTM, lambda model, q: motion(model, q, order=0)),
     "link transform derivatives": CompileUnit(
-        ("link_cmtm_kernel",), 0.7, CMTM,
+        ("link_cmtm_kernel",), 0.5, CMTM,
         lambda model, q: link_transform_derivatives(model, q, order=1)),
     "torque jacobian": CompileUnit(
-        ("torque_jacobian_kernel",), 7.2, WORLD,
+        ("torque_jacobian_kernel",), 5.7, WORLD,
         lambda model, q: jacobian(model, q, "joint_torque", order=1)),
     "torque derivatives": CompileUnit(
-        ("torque_derivatives_kernel",), 3.0, WORLD,
+        ("torque_derivatives_kernel",), 2.3, WORLD,
         lambda model, q: jacobian(model, q, "joint_torque", order=0)),
     "velocity jacobian": CompileUnit(
-        ("velocity_derivatives_kernel",), 2.6, WORLD,
+        ("velocity_derivatives_kernel",), 2.4, WORLD,
         lambda model, q: jacobian(model, q, "link_velocity", order=1)),
     "inverse dynamics": CompileUnit(
-        ("rnea_kernel",), 1.2, WORLD, lambda model, q: inverse_dynamics(model, q, order=0)),
+        ("rnea_kernel",), 1.0, WORLD, lambda model, q: inverse_dynamics(model, q, order=0)),
     "mass matrix": CompileUnit(
         ("crba_kernel",), 0.8, WORLD, lambda model, q: mass_matrix(model, q[:, 0])),
     "link poses": CompileUnit(
@@ -68,7 +68,8 @@ UNITS = {
 call (``tests/test_compile_cache.py`` checks that the public calls on other models compile
 nothing more). Seconds: each unit's cold compile in one process after the units listed
 before it in its family (which compiled the helpers they share), measured on this
-project's machine: the CMTM family 11.9 s in all, the world-frame family 15.0 s."""
+project's machine (two runs each, at b46cd8e): the CMTM family 10.5-10.6 s in all, the
+world-frame family 12.1-12.4 s."""
 
 
 @functools.cache
