@@ -125,9 +125,9 @@ def world_jets(model, ws, c, q_rows, K):
     order-0 columns s'_i = s_1 (``w_cols[0, 0]``) and s_i (``w_cols[1, 0]``): the per-link
     recursion of the module docstring on Taylor coefficients, with q_rows the raw
     derivatives of one sample (q' coefficients q^(m+1) / m!). The torque kernel's
-    ``link_world_jets`` runs the same screw and twist recursion on Taylor-scaled stacks;
-    one helper shared by both, tried, made this kernel 15-30 % slower at order 0 (and the
-    torque kernel 10-15 % faster), so each keeps its loops."""
+    ``link_world_jets`` runs the same screw and twist recursion, in loops of the same form,
+    on Taylor-scaled stacks; one helper shared by both, tried, made this kernel 15-30 %
+    slower at order 0, so each keeps its loops."""
     for i in range(model.parent.shape[0]):
         par = model.parent[i]
         S, V = ws.w_S[c, i], ws.w_V[c, i]
