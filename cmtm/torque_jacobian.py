@@ -127,7 +127,7 @@ def link_world_jets(model, tw, c, i, q, v_parent):
     accumulated term by term over a, the six components innermost (as in
     ``cmtm.velocity_derivatives.world_jets``): one thread, us per sample, three alternating
     runs, against each component summed over a in turn: order-1 torque Jacobian of the
-    Panda 8.8-9.6 against 10.6-11.6, 32-link chain 89-99 against 100-111, orders 2-3 10-15 %
+    Panda 8.8-9.6 against 10.6-11.6, 32-link chain 89-99 against 100-111, orders 2-3 4-15 %
     faster; the same sums in the same order, identical bits."""
     s, v, I, h = tw.s[c, i], tw.v_w[c, i], tw.Ic[c, i], tw.hJ_w[c, i]
     link_world_pose(model, i, q[0, i], tw.E[c], tw.R[c], tw.p[c], tw.identity, tw.origin,
