@@ -26,7 +26,7 @@ A) are in cmtm.reference.
 """
 import numpy as np
 
-from cmtm._jit import jit, jit_allocating
+from cmtm._jit import jit, jit_leaf, jit_allocating
 from kinematic_trees.joint_types import JOINT_PRISMATIC, JOINT_REVOLUTE  # noqa: F401 (re-exported)
 
 
@@ -141,7 +141,7 @@ def matTmul6(A, B, out):
             out[r, c] += acc
 
 
-@jit
+@jit_leaf
 def matvec6(A, x, out, scale=1.0):
     """out += scale * A @ x for a 6x6 block and a 6-vector (accumulates)."""
     for r in range(6):
@@ -151,7 +151,7 @@ def matvec6(A, x, out, scale=1.0):
         out[r] += scale * acc
 
 
-@jit
+@jit_leaf
 def matTvec6(A, x, out):
     """out += A^T @ x for a 6x6 block and a 6-vector (accumulates)."""
     for r in range(6):
@@ -208,7 +208,7 @@ def motion_cross_into(u, out):
     out[5, 1] = v0
 
 
-@jit
+@jit_leaf
 def motion_cross_add(v, x, scale, out):
     """out += scale (v x x), the spatial motion cross product
     [w x w_x; w x u_x + u x w_x] of v = [w; u] and x = [w_x; u_x] (``crm(v) x``)."""
@@ -221,7 +221,7 @@ def motion_cross_add(v, x, scale, out):
     out[5] += scale * (u0 * x[1] - u1 * x[0] + w0 * x[4] - w1 * x[3])
 
 
-@jit
+@jit_leaf
 def force_cross_add(v, f, scale, out):
     """out += scale (v x^* f), the spatial force cross product
     [w x n + u x f_l; w x f_l] of v = [w; u] and f = [n; f_l] (``crf(v) f``)."""

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from cmtm._jit import jit
+from cmtm._jit import jit, jit_leaf
 from cmtm.spatial import (force_cross_add, matTvec6, matvec6, motion_block_mul_add,
                           motion_cross_add)
 
@@ -119,7 +119,7 @@ def conv_motion_blocks(A, B, out):
             motion_block_mul_add(A[l - m], B[m], 1.0, out[l])
 
 
-@jit
+@jit_leaf
 def conv_block_vec(A, x, out, scale):
     """out[l] += scale * sum_{m<=l} A[l-m] @ x[m] for l < len(out): T(A) x (J1).
 
@@ -146,7 +146,7 @@ def derivative_stack(x, out):
             out[l, i] = (l + 1) * x[l + 1, i]
 
 
-@jit
+@jit_leaf
 def motion_cross_conv(a, b, out):
     """out[l] += sum_{m<=l} [a_m x_6] b_{l-m}: T([a x]) b, the Taylor form of a x b (§1.3)."""
     for l in range(out.shape[0]):
@@ -154,7 +154,7 @@ def motion_cross_conv(a, b, out):
             motion_cross_add(a[m], b[l - m], 1.0, out[l])
 
 
-@jit
+@jit_leaf
 def force_cross_conv(a, h, out, scale):
     """out[l] += scale * sum_{m<=l} [a_m x_6^*] h_{l-m}: T([a x^*]) h, the Taylor form of
     a x^* h (§1.1, §1.3)."""

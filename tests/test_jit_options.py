@@ -29,6 +29,10 @@ ALLOCATING = {
     "cmtm.reference.motion_transform", "cmtm.reference.cmtm_inverse_blocks",
     "cmtm.reference.comprehensive_velocity"}
 """The jitted functions that return a new array (decorated ``jit_allocating``)."""
+LEAVES = {"cmtm.spatial.matvec6", "cmtm.spatial.matTvec6", "cmtm.spatial.motion_cross_add",
+          "cmtm.spatial.force_cross_add", "cmtm.taylor.conv_block_vec",
+          "cmtm.taylor.motion_cross_conv", "cmtm.taylor.force_cross_conv"}
+"""The helpers LLVM always inlines (decorated ``jit_leaf``)."""
 CALLED_FROM_PYTHON = {"cmtm.kinematics.joint_geometry",
                       "cmtm.structured_jacobians.jacobian_flags"}
 """Besides the kernels: kernel_model fills the joint geometry, jacobian_sizes reads the flags."""
@@ -57,6 +61,7 @@ def test_runtime_and_cache_options_of_every_dispatcher():
         assert cached is called_from_python, name
         assert options.get("no_cpython_wrapper", False) is not called_from_python, name
         assert isinstance(dispatcher, HelperDispatcher) is not called_from_python, name
+        assert options.get("forceinline", False) is (name in LEAVES), name
 
 
 def test_a_helper_called_from_python_raises_instead_of_crashing():
