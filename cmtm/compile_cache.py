@@ -1,7 +1,7 @@
 """Fill Numba's on-disk cache with every kernel of the public API, in parallel processes.
 
 Numba compiles one function at a time in a process (a global compiler lock): a cold process
-spends ~23-25 s on this project's 2-core machine compiling the kernels that the public
+spends ~21-25 s on this project's 2-core machine compiling the kernels that the public
 functions run (``bench/bench_order0.py`` block 4). The kernels are independent of each
 other, so :func:`precompile` deals them out to several processes that compile at the same
 time, each writing its kernels to the cache (``NUMBA_CACHE_DIR`` or Numba's default), from
