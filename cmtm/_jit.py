@@ -17,7 +17,10 @@ in one interpreter, same run: 38.6 s -> 33.0 s; results identical bit for bit.
 import numba
 from numba.core.registry import CPUDispatcher
 
-KERNEL_OPTIONS = dict(cache=True, fastmath=False, nogil=True, _nrt=False)
+TARGET_OPTIONS = dict(fastmath=False, nogil=True, _nrt=False)
+"""What every kernel and helper is compiled with."""
+
+KERNEL_OPTIONS = {**TARGET_OPTIONS, "cache": True}
 """Numba options of the kernels (``jit_kernel``): the functions Python calls (``cmtm.api``,
 ``cmtm.kernel_model``), cached on disk. Each kernel is compiled by one process only when
 :func:`cmtm.compile_cache.precompile` fills the cache with several processes: Numba's cache
@@ -26,9 +29,11 @@ the same time, and helpers, compiled by every process that needs them, write no 
 
 jit_kernel = numba.njit(**KERNEL_OPTIONS)
 
-HELPER_OPTIONS = {**KERNEL_OPTIONS, "cache": False, "no_cpython_wrapper": True,
-                  "no_cfunc_wrapper": True, "forceinline": False}
-"""Numba options of the helpers (``jit``, ``jit_inline``): the functions only kernels call.
+HELPER_OPTIONS = {**TARGET_OPTIONS, "no_cpython_wrapper": True, "no_cfunc_wrapper": True,
+                  "forceinline": False}
+"""Numba target options of the helpers (``jit``, ``jit_inline``, ``jit_leaf``): the
+functions only kernels call. ``forceinline`` is set (False but for ``jit_leaf``) because
+Numba otherwise inherits it from the function being compiled when a helper is first met.
 
 Not cached on disk: a kernel's cache holds the machine code of every helper linked into it,
 so a process that loads the kernels from the cache never compiles a helper, and only the
@@ -57,8 +62,7 @@ def helper(**options):
     def decorate(py_func):
         if numba.config.DISABLE_JIT:
             return py_func
-        targetoptions = {key: value for key, value in HELPER_OPTIONS.items() if key != "cache"}
-        return HelperDispatcher(py_func, targetoptions={**targetoptions, **options,
+        return HelperDispatcher(py_func, targetoptions={**HELPER_OPTIONS, **options,
                                                         "nopython": True})
     return decorate
 

@@ -35,8 +35,8 @@ the caller need not scan an output that can be megabytes per sample.
 Measured against the CMTM kernel it replaces (one thread, 200 samples, through
 ``cmtm.jacobian``, same sitting, us per sample): 2-link chain k = 1..4 1.06-2.42 against
 1.29-3.64, Panda 4.56-15.7 against 5.72-21.6, 4- and 8-link chains 1.2-1.5x faster,
-16-link chain and a 12-link tree 1.0-1.08x; the two agree to 2e-15 relative, identical at k = 0 (the order-0
-kernel before).
+16-link chain and a 12-link tree 1.0-1.08x; the two agree to 2e-15 relative, identical at
+k = 0 (the order-0 kernel before).
 
 ==================  =============  ===========  ======================================
 symbol              code           shape        meaning (world frame)
@@ -55,6 +55,7 @@ import numpy as np
 from cmtm._jit import jit, jit_inline, jit_kernel
 from cmtm.rnea_derivatives import link_world_pose
 from cmtm.spatial import motion_cross_add
+from cmtm.taylor import factorials
 
 
 def support_runs(model):
@@ -113,7 +114,7 @@ def velocity_derivatives_workspace(kernel_model, order, n_chunks):
     return VelocityDerivativesWorkspace(
         run_start=run_start, runs=runs, identity=np.eye(3), origin=np.zeros(3),
         rest=np.zeros((K, 6)), binomial=binomial,
-        inverse_factorial=np.array([1.0 / math.factorial(m) for m in range(K)]),
+        inverse_factorial=1.0 / factorials(K),
         E=work(3, 3), R=work(3, 3), p=work(3), w_R=work(n, 3, 3), w_p=work(n, 3),
         w_S=work(n, K + 1, 6), w_V=work(n, K, 6), jets=work(2, K, 6),
         w_cols=work(2, K, 6, n), body=work(K, 6, n))

@@ -86,7 +86,7 @@ def demo(args):
     plan = QUICK if args.quick else FULL
     plots = plotting(args.quiet)
     step = progress(len(plan.cases) + len(plan.orders) + 2 + bool(plots), args.quiet)
-    step("compiling the engine's kernels, one process per CPU (cmtm.precompile: about 16 s "
+    step("compiling the engine's kernels, one process per CPU (cmtm.precompile: about 14 s "
          "on a cold Numba cache and 2 cores)")
     cmtm.precompile()   # the solve times below then exclude compilation
     table7, motions = run_cases(plan.cases, args.out, plots, step)

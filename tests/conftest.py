@@ -13,6 +13,7 @@ set is overridden, since nothing guarantees that it matches the sources.
 
 Tests share the models below and keep to few samples; the large sizes belong in bench/.
 """
+import functools
 import hashlib
 import os
 import shutil
@@ -141,9 +142,11 @@ def assert_close(actual, desired, rel, what=""):
     assert error <= rel, f"{what}: relative error {error:.2e} > {rel:.0e}"
 
 
+@functools.cache
 def python_entry(helper):
     """A jitted function with a Python entry point that calls the kernel helper ``helper``
-    (which has none, ``cmtm._jit.HELPER_OPTIONS``) on the same arguments."""
+    (which has none, ``cmtm._jit.HELPER_OPTIONS``) on the same arguments; one per helper
+    in a session (each is compiled on its first call)."""
     @numba.njit
     def call(*args):
         return helper(*args)

@@ -108,4 +108,3 @@ def test_every_file_the_cli_writes_is_written_atomically():
 def test_precompile_reports_its_processes(capsys):
     assert main(["precompile", "--jobs", "1"]) == 0
     assert "by 1 process(es)" in capsys.readouterr().out
-
