@@ -248,7 +248,7 @@ def as_float_array(name, value):
     if array.dtype.kind not in "iuf":
         raise ValueError(f"{name}: expected a real float array, got dtype {array.dtype}")
     array = np.asarray(array, dtype=np.float64, order="C")
-    if not np.all(np.isfinite(array)):
+    if not np.isfinite(array).all():
         raise ValueError(f"{name}: expected finite values, got NaN or inf")
     return array
 
@@ -261,9 +261,11 @@ def check_flag(name, value):
 
 
 def check_stack(model, q_stack, n_orders):
-    """Validate a raw derivative stack; return it as (n_samples, n_orders, nv) and whether
-    the input was a single instant (K, nv). Extra derivative orders are ignored; a single
-    instant may have at most EXTRA_INSTANT_ORDERS of them."""
+    """Validate a raw derivative stack; return it as (n_samples, n_orders, nv), C-contiguous
+    and read-only (kernels that read it directly are compiled for one array type, whatever
+    the caller's flags), and whether the input was a single instant (K, nv). Extra
+    derivative orders are ignored; a single instant may have at most EXTRA_INSTANT_ORDERS of
+    them."""
     nv = len(model.parent)
     q_stack = as_float_array("q_stack", q_stack)
     single = q_stack.ndim == 2
@@ -280,7 +282,7 @@ def check_stack(model, q_stack, n_orders):
                          f"{q_stack.shape}; a trajectory of n positions needs the layout "
                          f"(n, K, {nv}) with q_stack[:, r] = q^(r)")
     stack = q_stack.reshape((-1,) + q_stack.shape[-2:])[:, :n_orders]
-    return np.ascontiguousarray(stack), single
+    return _read_only(np.ascontiguousarray(stack)), single
 
 
 # --- memory -------------------------------------------------------------------------------
@@ -366,15 +368,25 @@ def raw_result(name, taylor, axis=1):
     return check_finite(name, raw)
 
 
+SMALL_FINITE_CHECK = 2 ** 15
+"""Entries up to which :func:`all_finite` tests with a mask (``np.isfinite(x).all()``)
+rather than a dot product: the mask is at most 32 KB, and the dot product's floating-point
+error state costs more. Measured on this project's machine, one BLAS thread: 147 entries
+1.8 against 3.8 us, 16,384 entries 4.9 against 5.8 us, 65,536 entries 16.4 against 15.0
+us."""
+
+
 def all_finite(array):
-    """Whether every entry of a float64 array is finite, in one pass and without a mask as
-    large as the array: the sum of squares x . x (one BLAS dot product) is finite only if
-    every entry is (NaN and inf propagate), so a finite sum proves it; a non-finite one
-    (NaN or inf, or an overflow of squares beyond ~1e308, e.g. an entry beyond ~1e154) is
-    decided by max and min, which propagate NaN and reach inf. Measured on this project's
-    machine against max and min alone: a 78 MB Jacobian 1.76 ms against 3.86 ms (one BLAS
-    thread; 0.94 ms on two), 147 entries 2.0 us against 2.6 us."""
+    """Whether every entry of a float64 array is finite, in one pass and, for arrays of more
+    than SMALL_FINITE_CHECK entries, without a mask as large as the array: the sum of
+    squares x . x (one BLAS dot product) is finite only if every entry is (NaN and inf
+    propagate), so a finite sum proves it; a non-finite one (NaN or inf, or an overflow of
+    squares beyond ~1e308, e.g. an entry beyond ~1e154) is decided by max and min, which
+    propagate NaN and reach inf. Measured on this project's machine against the mask, a
+    78 MB Jacobian: 4.6 against 6.3 ms with one BLAS thread, 2.5 against 5.8 ms on two."""
     flat = array.reshape(-1)
+    if flat.size <= SMALL_FINITE_CHECK:
+        return bool(np.isfinite(flat).all())
     with np.errstate(over="ignore", invalid="ignore"):    # overflow is an answer here
         if np.isfinite(flat @ flat):
             return True
@@ -449,10 +461,11 @@ machine, so a call of less work stays on the calling thread (a 2-sample torque J
 the Panda: 23 us on one thread, 71 us split in two; 50 samples of its order-1
 link-velocity Jacobian: 327 us on one, 214 us on two)."""
 
-_SAMPLE_SECONDS = {}
-"""(id(kernel model), kind, sizes) -> (kernel model, seconds per sample): the cost per
-sample of each kernel, measured on its own calls (emptied at _SAMPLE_SECONDS_KEPT keys)."""
-_SAMPLE_SECONDS_KEPT = 256
+_KERNEL_CALLS = {}
+"""(id(kernel model), kind, sizes) -> (kernel model, seconds per sample, entry): the cost
+per sample of each kernel, measured on its own calls, and what to call it by
+(:func:`compiled_entry`); emptied at _KERNEL_CALLS_KEPT keys."""
+_KERNEL_CALLS_KEPT = 256
 
 
 def chunk_count(n_samples, seconds_per_sample, slots):
@@ -530,29 +543,49 @@ def run_on_threads(model, kernel, kind, sizes, allocate, n_samples, *arrays):
     many as hold MIN_CHUNK_SECONDS of work each (:func:`chunk_count`), the calling
     thread's chunk HANDOFF_SECONDS of work longer. The cost per sample is the one measured
     on the previous call of this kernel, model and sizes; on the first, sample 0 runs
-    alone and is timed."""
+    alone, through Numba's dispatcher, and is timed, and later calls go straight to the
+    machine code it ran (:func:`compiled_entry`)."""
+    if not n_samples:
+        return
     kmodel = kernel_model_of(model)
     key, start = (id(kmodel), kind, sizes), 0
-    known = _SAMPLE_SECONDS.get(key)
+    known = _KERNEL_CALLS.get(key)
     if known is not None and known[0] is kmodel:
-        seconds_per_sample = known[1]
-    elif n_samples:
-        began = time.perf_counter()
-        kernel(kmodel, chunk_workspace(kmodel, kind, sizes, allocate, 0), 0, 0, 1, *arrays)
-        seconds_per_sample, start = time.perf_counter() - began, 1
+        seconds_per_sample, entry = known[1:]
     else:
-        seconds_per_sample = 0.0
+        args = (kmodel, chunk_workspace(kmodel, kind, sizes, allocate, 0), 0, 0, 1, *arrays)
+        began = time.perf_counter()
+        kernel(*args)
+        seconds_per_sample, start = time.perf_counter() - began, 1
+        entry = compiled_entry(kernel, args)
     if n_samples > start:
         n_chunks = chunk_count(n_samples - start, seconds_per_sample, thread_slots(n_samples))
         works = [chunk_workspace(kmodel, kind, sizes, allocate, c) for c in range(n_chunks)]
         lead = min(int(HANDOFF_SECONDS / seconds_per_sample), (n_samples - start) // n_chunks) \
             if n_chunks > 1 else 0
         began = time.perf_counter()
-        run_chunks(kernel, kmodel, works, n_samples, *arrays, start=start, lead=lead)
+        run_chunks(entry, kmodel, works, n_samples, *arrays, start=start, lead=lead)
         seconds_per_sample = (time.perf_counter() - began) * n_chunks / (n_samples - start)
-    if len(_SAMPLE_SECONDS) >= _SAMPLE_SECONDS_KEPT:
-        _SAMPLE_SECONDS.clear()
-    _SAMPLE_SECONDS[key] = (kmodel, seconds_per_sample)
+    if len(_KERNEL_CALLS) >= _KERNEL_CALLS_KEPT:
+        _KERNEL_CALLS.clear()
+    _KERNEL_CALLS[key] = (kmodel, seconds_per_sample, entry)
+
+
+def compiled_entry(kernel, args):
+    """The machine code of ``kernel`` for the types of ``args``, as a callable that skips
+    Numba's dispatch (which works out the type of every argument at every call: ~5 us for
+    the KernelModel and workspace tuples, a tenth of a one-sample call on this project's
+    machine); ``kernel`` itself if it has no compiled version for them or is not a Numba
+    dispatcher (NUMBA_DISABLE_JIT, test spies). The entry point does not check the types it
+    is given: :func:`run_on_threads` calls it again only with the same KernelModel,
+    workspaces of one key, and arrays that the same code made (outputs it allocates, stacks
+    that :func:`check_stack` makes C-contiguous, float64 and read-only), so of the same
+    types; tests/test_compile_cache.py checks that each kernel sees one signature over
+    varied models and inputs."""
+    try:
+        return kernel.overloads[tuple(numba.typeof(arg) for arg in args)].entry_point
+    except (AttributeError, KeyError):
+        return kernel
 
 
 def chunk_workspace(kmodel, kind, sizes, allocate, chunk):
@@ -639,13 +672,14 @@ def inverse_dynamics(model, q_stack, order=0):
 
 
 def _joint_positions(model, q):
-    """Validate q: (n_samples, nv) or (nv,) -> (n_samples, nv) and the single flag."""
+    """Validate q: (n_samples, nv) or (nv,) -> (n_samples, nv), read-only (as
+    :func:`check_stack`), and the single flag."""
     nv = len(model.parent)
     q = as_float_array("q", q)
     if q.ndim not in (1, 2) or q.shape[-1] != nv:
         raise ValueError(f"q: expected shape (n_samples, {nv}) or ({nv},), got {q.shape}; "
                          f"the model has nv={nv}")
-    return q.reshape(-1, nv), q.ndim == 1
+    return _read_only(q.reshape(-1, nv)), q.ndim == 1
 
 
 def link_poses(model, q):

@@ -315,24 +315,27 @@ def test_link_velocity_jacobian_overflow_is_a_value_error():
 def all_finite_cases():
     """(name, array): finite, one NaN / +inf / -inf, entries whose squares overflow (one of
     1e200; a million of 1e153, whose squares sum beyond float64), an empty and a strided
-    array."""
+    array; each small (the mask) and large (beyond SMALL_FINITE_CHECK: the dot product)."""
     rng = np.random.default_rng(3)
     base = rng.uniform(-1.0, 1.0, (4, 5, 6))
-    cases = [("finite", base), ("empty", np.zeros((0, 3))), ("strided", base[:, ::2, 1:])]
+    large = rng.uniform(-1.0, 1.0, 2 * cmtm.api.SMALL_FINITE_CHECK + 7)
+    cases = [("finite", base), ("empty", np.zeros((0, 3))), ("strided", base[:, ::2, 1:]),
+             ("large", large), ("large strided", large[::2])]
     for name, value in (("nan", np.nan), ("inf", np.inf), ("-inf", -np.inf),
                         ("1e200", 1e200)):
-        bad = base.copy()
-        bad[2, 2, 4] = value
-        cases += [(name, bad), ("strided " + name, bad[:, ::2, 1:])]
+        bad, large_bad = base.copy(), large.copy()
+        bad[2, 2, 4] = large_bad[-2] = value
+        cases += [(name, bad), ("strided " + name, bad[:, ::2, 1:]),
+                  ("large " + name, large_bad), ("large strided " + name, large_bad[1::2])]
     cases.append(("million 1e153", np.full(10**6, 1e153)))
     return cases
 
 
 @pytest.mark.parametrize("name, array", all_finite_cases(), ids=lambda case: str(case)[:20])
 def test_all_finite_agrees_with_numpy_without_warnings(name, array):
-    """cmtm.api.all_finite (a sum of squares, then max and min if it is not finite) against
-    np.isfinite(array).all(); pytest turns warnings into errors, so an overflow of the sum
-    of squares must stay silent."""
+    """cmtm.api.all_finite (a mask; for large arrays a sum of squares, then max and min if it
+    is not finite) against np.isfinite(array).all(); pytest turns warnings into errors, so an
+    overflow of the sum of squares must stay silent."""
     assert cmtm.api.all_finite(array) is bool(np.isfinite(array).all()), name
 
 

@@ -1,18 +1,23 @@
 """cmtm.precompile (cmtm/compile_cache.py): every kernel of the public API compiled into
 Numba's cache by several processes at once, each kernel by one process only.
 
-References: the kernels that the public functions actually call (spies on cmtm.api's
-kernels), Numba's own compile events in a fresh interpreter (after the units, with the disk
-cache then switched off, public calls on other models must compile nothing), and the
-processes' exit status.
+References: the kernels that the public functions actually call and the Numba types of
+their arguments (spies on cmtm.api's kernels), Numba's own compile events in a fresh
+interpreter (after the units, with the disk cache then switched off, public calls on other
+models must compile nothing), and the processes' exit status.
 """
+import collections
 import json
 import subprocess
 import sys
 from itertools import combinations
 
+import numba
+import numpy as np
 import pytest
 from conftest import API_KERNELS
+
+import kinematic_trees as kt
 
 import cmtm
 from cmtm import api, compile_cache
@@ -20,33 +25,78 @@ from cmtm.compile_cache import UNITS, balanced_groups, check_jobs, small_model_a
 
 
 @pytest.fixture
-def kernel_spies(monkeypatch):
-    """The set of cmtm.api kernels called since the fixture started (cleared by the test),
-    plus "jacobian_sizes", the one Python caller of the cached jacobian_flags."""
-    called = set()
+def kernel_calls(monkeypatch):
+    """name -> the set of argument types (Numba's) of the calls of each cmtm.api kernel since
+    the fixture started (cleared by the test), plus "jacobian_sizes", the one Python caller
+    of the cached jacobian_flags. cmtm.api's record of compiled entry points starts empty,
+    so that no call goes around the spies."""
+    calls = collections.defaultdict(set)
 
     def spy(name, function):
         def call(*args):
-            called.add(name)
+            calls[name].add(tuple(numba.typeof(arg) for arg in args))
             return function(*args)
         return call
     for name in [*API_KERNELS, "jacobian_sizes"]:
         monkeypatch.setattr(api, name, spy(name, getattr(api, name)))
-    return called
+    monkeypatch.setattr(api, "_KERNEL_CALLS", {})
+    return calls
 
 
-def test_units_run_disjoint_kernels_that_cover_the_api(kernel_spies):
+def test_units_run_disjoint_kernels_that_cover_the_api(kernel_calls):
     assert len(API_KERNELS) == 9
     model, q_stack = small_model_and_stack()
     for name, unit in UNITS.items():
-        kernel_spies.clear()
+        kernel_calls.clear()
         unit.calls(model, q_stack)
         expected = set(unit.kernels) | ({"jacobian_sizes"} if "jacobian_kernel" in unit.kernels
                                         else set())
-        assert kernel_spies == expected, name
+        assert set(kernel_calls) == expected, name
     for (a, unit_a), (b, unit_b) in combinations(UNITS.items(), 2):
         assert not set(unit_a.kernels) & set(unit_b.kernels), (a, b)
     assert sorted(k for unit in UNITS.values() for k in unit.kernels) == list(API_KERNELS)
+
+
+def input_variants(array):
+    """The same array (n_samples, ...) as callers may hold it: plain, read-only, Fortran-ordered,
+    strided, integer-valued, one sample without the sample axis."""
+    frozen = array.copy()
+    frozen.flags.writeable = False
+    wide = np.zeros(array.shape[:-1] + (2 * array.shape[-1],))
+    wide[..., ::2] = array
+    return [array, frozen, np.asfortranarray(array), wide[..., ::2],
+            np.rint(array).astype(np.int64), array[0]]
+
+
+def test_each_kernel_sees_one_signature_over_models_and_inputs(kernel_calls):
+    """The premise of cmtm.api.compiled_entry, which calls a kernel's machine code without
+    Numba's type checks: the public functions pass every kernel arguments of the same Numba
+    types whatever the model, the order and the caller's arrays (and so compile each kernel
+    once)."""
+    rng = np.random.default_rng(5)
+    for tree in (kt.serial_chain(2), kt.random_tree(5, seed=2),
+                 kt.serial_chain(2, floating_base="xyz_zyx")):
+        model = kt.compile_tree(tree)
+        stack = rng.uniform(-1.0, 1.0, (3, 4, model.nv))
+
+        def each(function, K, *args, **kwargs):
+            """function(model, variant, ...) for the variants of the K orders of stack (of
+            the positions for K None)."""
+            for variant in input_variants(stack[:, 0] if K is None else stack[:, :K]):
+                function(model, variant, *args, **kwargs)
+        each(cmtm.link_poses, None)
+        each(cmtm.mass_matrix, None)
+        for order in (0, 1):
+            each(cmtm.link_transform_derivatives, order + 1, order=order)
+            each(cmtm.inverse_dynamics, order + 3, order=order)
+            each(cmtm.motion, order + 3, order=order)
+            each(cmtm.jacobians, order + 3, cmtm.QUANTITIES, order=order)
+            for quantity in cmtm.QUANTITIES:
+                each(cmtm.jacobian, cmtm.jacobian_input_orders(quantity, order), quantity,
+                     order=order)
+    assert set(kernel_calls) == {*API_KERNELS, "jacobian_sizes"}
+    assert {name: len(types) for name, types in kernel_calls.items()
+            if name != "jacobian_sizes"} == dict.fromkeys(API_KERNELS, 1)
 
 
 AFTER_UNITS = """
