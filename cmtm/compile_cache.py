@@ -2,7 +2,8 @@
 
 Numba compiles one function at a time in a process (a global compiler lock): a cold process
 spends ~21-25 s on this project's 2-core machine compiling the kernels that the public
-functions run (``bench/bench_order0.py`` block 4). The kernels are independent of each
+functions run (``bench/bench_order0.py`` block 4; 37-43 s on the slower host of
+2026-12-01). The kernels are independent of each
 other, so :func:`precompile` deals them out to several processes that compile at the same
 time, each writing its kernels to the cache (``NUMBA_CACHE_DIR`` or Numba's default), from
 which every later process loads them in well under a second.

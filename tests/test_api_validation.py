@@ -342,10 +342,12 @@ def test_all_finite_agrees_with_numpy_without_warnings(name, array):
 def test_large_finite_results_are_returned():
     """Results whose squares overflow are finite: the check must return them. The order-0
     torque Jacobian of a 3-link chain with rates of 1e100 has entries ~1e200 (d tau / d q'
-    ~ I v), whose squares overflow float64."""
+    ~ I v), whose squares overflow float64; enough samples that the result is checked by
+    the sum of squares (more than SMALL_FINITE_CHECK entries), not by the mask."""
     model = kt.compile_tree(kt.serial_chain(3))
     q = np.array([[0.3, 0.2, 0.1], [1e100, 1e100, 1e100], [0.0, 0.0, 0.0]])
-    J = cmtm.jacobian(model, q, "joint_torque")
+    n_samples = cmtm.api.SMALL_FINITE_CHECK // q.size + 1      # J has 3 x 3 x 3 per sample
+    J = cmtm.jacobian(model, np.repeat(q[None], n_samples, axis=0), "joint_torque")
     assert np.isfinite(J).all() and np.abs(J).max() > 1e160
 
 
