@@ -52,8 +52,10 @@ One run prints four blocks, every number measured in that run:
    first (every kernel compiled by one process per CPU at once, then loaded; its time
    included) and the command line ``cmtm
    check-jacobians --model panda --order 2`` (CLI_ARGS, run as the ``cmtm`` entry point
-   ``ioc.cli:main``; its whole wall time including interpreter start and imports; target
-   <= 30 s cold; rel err is the largest structured-vs-FD difference it reports).
+   ``ioc.cli:main``; its whole wall time including interpreter start and imports, and the
+   parallel compile of the kernels it runs, which the command starts itself on a cold cache
+   (``cmtm.precompile`` with its units); target <= 30 s cold; rel err is the largest
+   structured-vs-FD difference it reports).
 
 Times are the best of R repeats after a warm-up; the Pinocchio loop includes Python's
 per-call overhead (about a microsecond), which is what a Python user pays. Under the

@@ -12,9 +12,13 @@ Each kernel is compiled by exactly one process: Numba's cache index is not safe 
 processes writing different signatures of one function at the same time. Only kernels are
 cached (``cmtm._jit``), the helpers they share are compiled again by every process that
 needs them, and :data:`UNITS` name disjoint kernels (``tests/test_compile_cache.py``).
+Kernels the cache already holds (:func:`in_cache`) are loaded by the calling process and
+start no other, so a warm :func:`precompile` costs what loading costs (milliseconds when
+this process has them already).
 """
 import functools
 import os
+import pickle
 import subprocess
 import sys
 import time
@@ -22,6 +26,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+from cmtm import api
 from cmtm.api import (inverse_dynamics, jacobian, jacobians, kernel_model_of, link_poses,
                       link_transform_derivatives, mass_matrix, motion)
 
@@ -123,15 +128,56 @@ def balanced_groups(jobs, units=UNITS):
     return sorted(groups, key=work, reverse=True)
 
 
-def check_jobs(jobs):
-    """``jobs`` as a positive int; None: the CPUs this process may use, at most the number
-    of units. ValueError otherwise."""
+def check_jobs(jobs, n_units=len(UNITS)):
+    """``jobs`` as a positive int; None: the CPUs this process may use, at most ``n_units``
+    (the number of units to compile). ValueError otherwise."""
     if jobs is None:
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-        return max(1, min(cpus or os.cpu_count() or 1, len(UNITS)))
+        return max(1, min(cpus or os.cpu_count() or 1, n_units))
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs: expected a positive integer, got {jobs!r}")
     return jobs
+
+
+def check_units(units):
+    """``units`` as a list of names of :data:`UNITS` (None: all of them, in their order);
+    ValueError for anything else (a single name must be given as a one-element list)."""
+    if units is None:
+        return list(UNITS)
+    if isinstance(units, str) or not all(isinstance(name, str) for name in units):
+        raise ValueError(f"units: expected a list of names of cmtm.compile_cache.UNITS, "
+                         f"got {units!r}")
+    unknown = [name for name in units if name not in UNITS]
+    if unknown:
+        raise ValueError(f"units: unknown {', '.join(map(repr, unknown))}; expected names of "
+                         f"cmtm.compile_cache.UNITS: {', '.join(UNITS)}")
+    return list(dict.fromkeys(units))
+
+
+def in_cache(kernel):
+    """Whether Numba's on-disk cache holds machine code of the kernel dispatcher ``kernel``
+    that this process would load: an entry of the kernel's cache index (Numba keeps the
+    index empty for another source or Numba release) whose key is the one Numba looks up
+    here for that entry's signature (the key includes the CPU and the function's bytecode).
+
+    It reads Numba's cache objects (``Dispatcher._cache``), which are not public API: an
+    unexpected object or an unreadable index (no disk cache, NUMBA_DISABLE_JIT, another
+    Numba release's layout) counts as not cached, so that the kernel is compiled as it
+    would be without this check."""
+    try:
+        cache, codegen = kernel._cache, kernel.targetctx.codegen()
+        return any(cache._index_key(key[0], codegen) == key
+                   for key in cache._cache_file._load_index())
+    except (AttributeError, TypeError, ValueError, IndexError, OSError, EOFError,
+            pickle.UnpicklingError):
+        return False
+
+
+def unit_ready(name):
+    """Whether every kernel of the unit ``name`` is compiled in this process already or in
+    the on-disk cache (:func:`in_cache`), so that running the unit compiles nothing."""
+    kernels = [getattr(api, kernel) for kernel in UNITS[name].kernels]
+    return all(getattr(kernel, "overloads", None) or in_cache(kernel) for kernel in kernels)
 
 
 CHILD = "import sys; from cmtm.compile_cache import compile_units; compile_units(sys.argv[1:])"
@@ -147,23 +193,31 @@ def child_environment():
     return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
 
 
-def precompile(jobs=None):
-    """Compile every kernel of the public API into Numba's on-disk cache, in ``jobs``
-    processes at once (default: one per CPU this process may use, at most one per unit),
-    this one included; afterwards this process has every kernel loaded. Kernels already in
-    the cache are loaded, not compiled again, so a warm call costs the processes' start.
+def precompile(jobs=None, units=None):
+    """Compile the kernels of ``units`` (names of :data:`UNITS`; default every kernel of
+    the public API) into Numba's on-disk cache, in ``jobs`` processes at once (default: one
+    per CPU this process may use, at most one per unit to compile), this one included;
+    afterwards this process has those kernels loaded. Units whose kernels this process or
+    the cache holds already (:func:`unit_ready`) are loaded here and start no process.
 
-    Returns {"seconds": wall time, "groups": the unit names of each process, this one's
-    first}. RuntimeError with the other process's output if one of them fails.
+    Returns {"seconds": wall time, "groups": the unit names compiled by each process, this
+    one's first (empty if every unit was ready), "cached": the units found ready}.
+    RuntimeError with the other process's output if one of them fails; ValueError for bad
+    ``jobs`` or ``units``.
     """
     start = time.perf_counter()
-    groups = balanced_groups(check_jobs(jobs))
-    kernel_model_of(small_model_and_stack()[0])   # joint_geometry cached before the children
+    names = check_units(units)
+    cold = [name for name in names if not unit_ready(name)]
+    jobs = check_jobs(jobs, max(1, len(cold)))
+    groups = balanced_groups(jobs, {name: UNITS[name] for name in cold}) if cold else []
+    if len(groups) > 1:
+        kernel_model_of(small_model_and_stack()[0])   # joint_geometry cached before the children
     children = [subprocess.Popen([sys.executable, "-c", CHILD, *group], env=child_environment(),
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
                 for group in groups[1:]]
+    own = groups[0] if groups else []
     try:
-        compile_units(groups[0])
+        compile_units(own)
     finally:
         outputs = [child.communicate()[0] for child in children]
     failures = [f"{', '.join(group)} (exit {child.returncode}):\n{output}"
@@ -171,5 +225,6 @@ def precompile(jobs=None):
                 if child.returncode != 0]
     if failures:
         raise RuntimeError("precompile: a compiling process failed: " + "\n".join(failures))
-    compile_units(name for group in groups[1:] for name in group)
-    return {"seconds": time.perf_counter() - start, "groups": groups}
+    compile_units(name for name in names if name not in own)
+    return {"seconds": time.perf_counter() - start, "groups": groups,
+            "cached": [name for name in names if name not in cold]}

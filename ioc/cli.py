@@ -28,7 +28,7 @@ from tqdm import tqdm
 
 import cmtm
 from ioc import batch
-from ioc.costs import split_names
+from ioc.costs import engine_units, parse_terms, split_names
 from ioc.direct import check_weights, solve
 from ioc.models import resolve_model
 from ioc.problem import CONSTRAINT_MODES, INTEGRATION_RULES, MotionProblem
@@ -51,9 +51,21 @@ def parse_lock(text):
         raise argparse.ArgumentTypeError(f"expected joint=value, got {text!r}") from None
 
 
+def check_jacobians_units(order):
+    """The units of ``cmtm.precompile`` whose kernels ``check-jacobians --order k`` runs:
+    the structured Jacobians of every quantity (the comprehensive kernel; the joint
+    torque's own kernel, of order 0 or above) and the finite differences of
+    ``cmtm.reference`` (motion, link transforms and, at order 0, the RNEA)."""
+    torque = ("torque derivatives", "inverse dynamics") if order == 0 else ("torque jacobian",)
+    return ["comprehensive jacobians", *torque, "motion", "link transform derivatives"]
+
+
 def jacobian_discrepancies(model, order, n_samples, seed):
-    """Per quantity: max |J|, max |J - J_fd| and their ratio, structured vs central FD."""
+    """Per quantity: max |J|, max |J - J_fd| and their ratio, structured vs central FD.
+    The kernels it runs are compiled first, in parallel processes when neither this process
+    nor Numba's disk cache has them (``cmtm.precompile``)."""
     check_samples_fit(model, order, n_samples)
+    cmtm.precompile(units=check_jacobians_units(order))
     rng = np.random.default_rng(seed)
     q_stack = rng.uniform(-1.0, 1.0, size=(n_samples, order + 3, model.nv))
     structured = cmtm.jacobians(model, q_stack, cmtm.QUANTITIES, order=order)
@@ -108,6 +120,7 @@ def optimize(args):
     problem = build_problem(args)
     weights = check_weights(args.weights, len(problem.terms))
     check_out_folder(args.out)
+    cmtm.precompile(units=engine_units(problem.terms))
     result = solve(problem, weights, progress=None if args.quiet else print_progress)
     record = result_record(result, args.model, dict(args.lock))
     written = [] if args.out is None else write_outputs(args, result, record)
@@ -183,6 +196,9 @@ def recover(args):
     paths = batch.expand_motion(args.motion)
     batch.check_inputs(paths, settings)
     check_out_folder(args.out)
+    if settings.model is not None and settings.backend == "loky":
+        model = resolve_model(settings.model, settings.lock)
+        cmtm.precompile(units=engine_units(parse_terms(settings.costs, model)))
     if args.pool or len(paths) == 1:
         return recover_one(args, paths, settings)
     return recover_batch(args, paths, settings)
@@ -476,10 +492,13 @@ def add_check_jacobians(commands):
 
 def precompile_kernels(args):
     """Compile every kernel of the engine into Numba's on-disk cache, several processes at
-    once (cmtm.precompile); later runs load them instead of compiling."""
+    once (cmtm.precompile); later runs load them instead of compiling, and the kernels
+    already cached are only loaded."""
     result = cmtm.precompile(args.jobs)
-    print(f"every kernel compiled or loaded in {result['seconds']:.1f} s by "
-          f"{len(result['groups'])} process(es)")
+    compiled = sum(len(group) for group in result["groups"])
+    print(f"every kernel ready in {result['seconds']:.1f} s: {compiled} unit(s) compiled by "
+          f"{len(result['groups'])} process(es), {len(result['cached'])} found compiled or "
+          f"cached")
     return 0
 
 

@@ -131,6 +131,27 @@ def engine_order(terms):
     return max(dynamic) if dynamic else None
 
 
+def engine_quantities(terms):
+    """The engine quantities of the link and torque terms: "link_velocity", "joint_torque"
+    (in that order) as some term needs them."""
+    return tuple(quantity for kind, quantity in (("link", "link_velocity"),
+                                                 ("torque", "joint_torque"))
+                 if any(term.kind == kind for term in terms))
+
+
+def engine_units(terms):
+    """The units of ``cmtm.precompile`` whose kernels :func:`term_values` runs for these
+    terms with the structured Jacobians: none for joint terms alone; else ``cmtm.motion``'s
+    kernel, the link-velocity Jacobian's and the joint torque's (order 0 or above) as the
+    terms need them."""
+    k = engine_order(terms)
+    if k is None:
+        return []
+    kernels = {"link_velocity": "velocity jacobian",
+               "joint_torque": "torque derivatives" if k == 0 else "torque jacobian"}
+    return ["motion", *(kernels[quantity] for quantity in engine_quantities(terms))]
+
+
 JACOBIAN_SOURCES = {"structured": cmtm.jacobians, "finite_differences": cmtm.reference.fd_jacobians}
 """Where the stack Jacobians come from: the structured engine (default) or central finite
 differences of the engine's motion (``cmtm.reference.fd_jacobians``: for comparisons)."""
@@ -149,9 +170,7 @@ def term_values(model, terms, q_stack, jacobians=True, source="structured"):
     k = engine_order(terms)
     motion = J = None
     if k is not None:
-        quantities = tuple(q for kind, q in (("link", "link_velocity"),
-                                             ("torque", "joint_torque"))
-                           if any(t.kind == kind for t in terms))
+        quantities = engine_quantities(terms)
         with_torque = "joint_torque" in quantities
         engine_stack = _padded(q_stack, k + (3 if with_torque else 2))
         motion = cmtm.motion(model, engine_stack, order=k, dynamics=with_torque, world=False)

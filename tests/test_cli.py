@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import cmtm
 from ioc import cli
 from ioc.cli import main
 
@@ -16,7 +17,6 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_check_jacobians_json_reports_every_quantity_within_tolerance(capsys):
     assert main(["check-jacobians", "--model", "chain3", "--order", "1", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    import cmtm
     assert [row["quantity"] for row in report["rows"]] == list(cmtm.QUANTITIES)
     assert report["passed"] and report["nv"] == 3
     assert all(row["rel_diff"] <= report["tolerance"] for row in report["rows"])
@@ -105,6 +105,11 @@ def test_every_file_the_cli_writes_is_written_atomically():
     assert found == []
 
 
-def test_precompile_reports_its_processes(capsys):
+def test_precompile_reports_its_processes(capsys, monkeypatch):
+    assert main(["precompile", "--jobs", "1"]) == 0   # the session has every kernel
+    assert ": 0 unit(s) compiled by 0 process(es), 9 found compiled or cached" in \
+        capsys.readouterr().out
+    monkeypatch.setattr(cmtm.compile_cache, "unit_ready", lambda name: False)
     assert main(["precompile", "--jobs", "1"]) == 0
-    assert "by 1 process(es)" in capsys.readouterr().out
+    assert ": 9 unit(s) compiled by 1 process(es), 0 found compiled or cached" in \
+        capsys.readouterr().out

@@ -22,6 +22,8 @@ import kinematic_trees as kt
 import cmtm
 from cmtm import api, compile_cache
 from cmtm.compile_cache import UNITS, balanced_groups, check_jobs, small_model_and_stack
+from ioc import cli
+from ioc.costs import engine_units, parse_terms, stack_orders, term_values
 
 
 @pytest.fixture
@@ -151,21 +153,126 @@ def test_after_the_units_public_calls_on_other_models_compile_nothing():
 
 def test_precompile_runs_the_groups_in_processes_and_loads_every_kernel():
     code = ("import json, cmtm\nfrom cmtm import api\nresult = cmtm.precompile(2)\n"
-            f"print(json.dumps([result['groups'], [len(getattr(api, name).overloads) "
-            f"for name in {list(API_KERNELS)!r}]]))")
+            "print(json.dumps([result['groups'], result['cached'], "
+            f"[len(getattr(api, name).overloads) for name in {list(API_KERNELS)!r}]]))")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=compile_cache.child_environment())
     assert run.returncode == 0, run.stderr
-    groups, overloads = json.loads(run.stdout.splitlines()[-1])
-    assert groups == balanced_groups(2)
+    groups, cached, overloads = json.loads(run.stdout.splitlines()[-1])
+    cold = [name for name in UNITS if name not in cached]
+    assert groups == (balanced_groups(2, {name: UNITS[name] for name in cold}) if cold else [])
     assert all(count >= 1 for count in overloads)
 
 
+PRECOMPILE_TWO_UNITS = """
+import json, sys, cmtm
+from cmtm import api
+from cmtm.compile_cache import UNITS, unit_ready
+ready = [unit_ready(name) for name in UNITS]
+result = cmtm.precompile(2, ["link poses", "mass matrix"]) if sys.argv[1] == "run" else {}
+print(json.dumps([ready, result.get("groups"), result.get("cached"),
+                  [len(getattr(api, kernel).overloads) for kernel in sorted(api.__dict__)
+                   if kernel.endswith("_kernel")]]))
+"""
+
+
+def test_precompile_compiles_only_cold_units_in_processes(tmp_path):
+    """In an empty disk cache, two units are compiled by two processes; an interpreter
+    started later finds them ready and starts no process; with the cache's index files
+    garbled, nothing counts as ready."""
+    env = {**compile_cache.child_environment(), "NUMBA_CACHE_DIR": str(tmp_path)}
+
+    def interpreter(what):
+        run = subprocess.run([sys.executable, "-c", PRECOMPILE_TWO_UNITS, what],
+                             capture_output=True, text=True, env=env)
+        assert run.returncode == 0, run.stderr
+        return json.loads(run.stdout.splitlines()[-1])
+    units = ["link poses", "mass matrix"]
+    loaded = [int(kernel in ("crba_kernel", "link_poses_kernel")) for kernel in API_KERNELS]
+    ready, groups, cached, overloads = interpreter("run")
+    assert not any(ready) and cached == [] and overloads == loaded
+    assert sorted(map(sorted, groups)) == [["link poses"], ["mass matrix"]]
+    ready, groups, cached, overloads = interpreter("run")
+    assert ready == [name in units for name in UNITS]
+    assert groups == [] and cached == units and overloads == loaded
+    indexes = [index for index in tmp_path.rglob("*.nbi") if "_kernel-" in index.name]
+    assert len(indexes) == 2
+    for index in indexes:
+        index.write_bytes(b"garbled")
+    assert not any(interpreter("check")[0])
+
+
+def test_in_cache_is_false_for_what_it_cannot_read():
+    assert not compile_cache.in_cache(lambda: None)      # a kernel under NUMBA_DISABLE_JIT
+    uncached = numba.njit(lambda x: x)                   # Numba's NullCache
+    uncached(1)
+    assert not compile_cache.in_cache(uncached)
+
+
+def test_units_are_checked():
+    assert compile_cache.check_units(None) == list(UNITS)
+    assert compile_cache.check_units(["motion", "link poses", "motion"]) == ["motion",
+                                                                              "link poses"]
+    for bad, match in (("motion", "list of names"), ([1], "list of names"),
+                       (["motion", "nosuch"], "unknown 'nosuch'")):
+        with pytest.raises(ValueError, match=match):
+            cmtm.precompile(units=bad)
+
+
 def test_a_failing_process_raises_with_its_output(monkeypatch):
+    monkeypatch.setattr(compile_cache, "unit_ready", lambda name: False)
     monkeypatch.setattr(compile_cache, "balanced_groups",
-                        lambda jobs: [["link poses"], ["no such unit"]])
+                        lambda jobs, units: [["link poses"], ["no such unit"]])
     with pytest.raises(RuntimeError, match="(?s)no such unit.*KeyError"):
         cmtm.precompile(2)
+
+
+def kernels_of(units):
+    """The cmtm.api kernel names that the precompile units ``units`` run."""
+    return {kernel for name in units for kernel in UNITS[name].kernels}
+
+
+@pytest.mark.parametrize("order", [0, 2])
+def test_check_jacobians_precompiles_the_kernels_it_runs(kernel_calls, monkeypatch, order):
+    asked = []
+    monkeypatch.setattr(cmtm, "precompile", lambda jobs=None, units=None: asked.append(units))
+    cli.jacobian_discrepancies(kt.compile_tree(kt.serial_chain(2)), order, 1, 0)
+    assert asked == [cli.check_jacobians_units(order)]
+    assert set(kernel_calls) - {"jacobian_sizes"} == kernels_of(asked[0])
+
+
+@pytest.mark.parametrize("costs", ["joint_velocity,joint_jerk", "link_velocity", "joint_torque",
+                                   "joint_torque_rate", "link_jerk,joint_torque",
+                                   "joint_acceleration,link_acceleration,joint_torque_rate"])
+def test_engine_units_are_the_kernels_the_terms_run(kernel_calls, costs):
+    model = kt.compile_tree(kt.serial_chain(2))
+    terms = parse_terms(costs, model)
+    q_stack = np.random.default_rng(3).uniform(-1.0, 1.0, (2, stack_orders(terms), model.nv))
+    term_values(model, terms, q_stack)
+    assert set(kernel_calls) == kernels_of(engine_units(terms))
+
+
+class Precompiled(Exception):
+    """Raised by the stand-in of cmtm.precompile: the command stops there."""
+
+
+@pytest.mark.parametrize("command", [
+    ["optimize", "--model", "chain2", "--costs", "joint_jerk,joint_torque_rate",
+     "--weights", "1,1e-3"],
+    ["ioc", "--model", "chain2", "--motion", "MOTION", "--costs", "link_velocity,joint_torque"]])
+def test_optimize_and_ioc_precompile_the_kernels_of_their_costs(monkeypatch, tmp_path, command):
+    def stand_in(jobs=None, units=None):
+        raise Precompiled(units)
+    monkeypatch.setattr(cmtm, "precompile", stand_in)
+    motion = tmp_path / "motion.csv"
+    motion.write_text("time,joint1,joint2\n" + "".join(f"{0.01 * i},{0.1 * i},{-0.1 * i}\n"
+                                                        for i in range(40)))
+    argv = ["--debug", *[str(motion) if word == "MOTION" else word for word in command]]
+    with pytest.raises(Precompiled) as stopped:
+        cli.main(argv)
+    costs = command[command.index("--costs") + 1]
+    model = kt.compile_tree(kt.serial_chain(2))
+    assert stopped.value.args[0] == engine_units(parse_terms(costs, model))
 
 
 @pytest.mark.parametrize("jobs", [1, 2, 3, 4, 7, 10, 40])
