@@ -32,7 +32,8 @@ from ioc.costs import engine_units, parse_terms, split_names
 from ioc.direct import check_weights, solve
 from ioc.models import resolve_model
 from ioc.problem import CONSTRAINT_MODES, INTEGRATION_RULES, MotionProblem
-from ioc.results import motion_samples, result_record, to_json, write_result
+from ioc.results import (load_result, motion_samples, result_record, to_json,
+                         write_result)
 from ioc.weights_io import SUMMARY_FILE, WEIGHTS_FILE, write_weights
 
 DEFAULT_TOLERANCE = 1e-6
@@ -196,12 +197,24 @@ def recover(args):
     paths = batch.expand_motion(args.motion)
     batch.check_inputs(paths, settings)
     check_out_folder(args.out)
-    if settings.model is not None and settings.backend == "loky":
-        model = resolve_model(settings.model, settings.lock)
-        cmtm.precompile(units=engine_units(parse_terms(settings.costs, model)))
+    precompile_trials(paths, settings)
     if args.pool or len(paths) == 1:
         return recover_one(args, paths, settings)
     return recover_batch(args, paths, settings)
+
+
+def precompile_trials(paths, settings):
+    """``cmtm.precompile`` with the units of the trials' costs (``ioc.costs.engine_units``):
+    those of --costs on --model, or without --model (every input a result.json) those of
+    the first result's problem. Not with the Dask backend, whose workers may run on other
+    machines, with caches of their own."""
+    if settings.backend != "loky":
+        return
+    if settings.model is not None:
+        terms = parse_terms(settings.costs, resolve_model(settings.model, settings.lock))
+    else:
+        terms = load_result(paths[0])[1].terms
+    cmtm.precompile(units=engine_units(terms))
 
 
 def recover_one(args, paths, settings):

@@ -7,6 +7,9 @@ import sys
 import numpy as np
 import pytest
 
+import cmtm
+import kinematic_trees as kt
+from ioc.costs import engine_units, parse_terms
 from ioc_synthetic import (COSTS, NAMES, NOISE_DEG, NOISE_RAD, SPLINE, WEIGHTS, build,
                            ioc_argv, noisy, run, write_csv, write_mot)
 
@@ -44,6 +47,15 @@ def assert_schema(record):
     assert set(record["stationarity"]) == {"absolute", "relative"}
     assert len(record["eigenvalues"]) == len(NAMES)
     assert json.loads(json.dumps(record, allow_nan=False)) == record
+
+
+def test_a_result_json_precompiles_the_kernels_of_its_costs(synthetic, monkeypatch):
+    asked = []
+    monkeypatch.setattr(cmtm, "precompile", lambda jobs=None, units=None: asked.append(units))
+    code, _, _ = run(["ioc", "--motion", str(synthetic.optimized), "--costs", COSTS])
+    assert code == 0
+    assert asked == [engine_units(parse_terms(COSTS, kt.compile_tree(kt.serial_chain(3))))]
+    assert asked[0] == ["motion", "torque derivatives"]      # joint_torque: order 0
 
 
 def test_result_json_weights_recovered_by_inverse_kkt_to_1e_9(synthetic, tmp_path):
