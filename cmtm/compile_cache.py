@@ -144,14 +144,18 @@ def check_units(units):
     ValueError for anything else (a single name must be given as a one-element list)."""
     if units is None:
         return list(UNITS)
-    if isinstance(units, str) or not all(isinstance(name, str) for name in units):
+    try:
+        names = None if isinstance(units, str) else list(units)
+    except TypeError:
+        names = None
+    if names is None or not all(isinstance(name, str) for name in names):
         raise ValueError(f"units: expected a list of names of cmtm.compile_cache.UNITS, "
                          f"got {units!r}")
-    unknown = [name for name in units if name not in UNITS]
+    unknown = [name for name in names if name not in UNITS]
     if unknown:
         raise ValueError(f"units: unknown {', '.join(map(repr, unknown))}; expected names of "
                          f"cmtm.compile_cache.UNITS: {', '.join(UNITS)}")
-    return list(dict.fromkeys(units))
+    return list(dict.fromkeys(names))
 
 
 def in_cache(kernel):

@@ -213,7 +213,11 @@ def test_units_are_checked():
     assert compile_cache.check_units(None) == list(UNITS)
     assert compile_cache.check_units(["motion", "link poses", "motion"]) == ["motion",
                                                                               "link poses"]
+    assert compile_cache.check_units(name for name in ("motion", "link poses")) == [
+        "motion", "link poses"]
+    assert compile_cache.check_units(()) == []
     for bad, match in (("motion", "list of names"), ([1], "list of names"),
+                       (3, "list of names"),
                        (["motion", "nosuch"], "unknown 'nosuch'")):
         with pytest.raises(ValueError, match=match):
             cmtm.precompile(units=bad)
