@@ -443,10 +443,12 @@ def thread_scaling(name, model, function, q_stack, repeats, rounds=THREAD_ROUNDS
     call = cmtm_calls(model, q_stack)[function]
     counts = range(1, numba.config.NUMBA_NUM_THREADS + 1)
     results, times = {}, {threads: [] for threads in counts}
+    for threads in counts:
+        with numba_threads(threads):
+            results[threads] = call()
     for _ in range(rounds):
         for threads in counts:
             with numba_threads(threads):
-                results[threads] = call()
                 times[threads].append(best_seconds(call, repeats))
     rows = []
     for threads in counts:

@@ -788,16 +788,37 @@ def _structured_jacobians(model, stack, k, indices):
     link velocity by its own (:func:`_velocity_jacobian`) unless other quantities need the
     comprehensive kernel, which then writes it too (its V columns feed their rows: one
     kernel less to run and to compile), the rest by the comprehensive kernel."""
-    result, rest = {}, list(dict.fromkeys(indices))
-    if JOINT_TORQUE in rest:
+    torque, velocity, rest = _jacobian_routes(indices)
+    result = {}
+    if torque:
         result["joint_torque"] = _torque_jacobian(model, stack, k)
-        rest.remove(JOINT_TORQUE)
-    if rest == [LINK_VELOCITY]:
+    if velocity:
         result["link_velocity"] = _velocity_jacobian(model, stack, k)
-        rest.remove(LINK_VELOCITY)
     if rest:
         result.update(_comprehensive_jacobians(model, stack, k, rest))
     return {QUANTITIES[q]: result[QUANTITIES[q]] for q in indices}
+
+
+def _jacobian_routes(indices):
+    """(torque, velocity, rest) for quantity indices: whether the joint torque's kernel
+    runs, whether the link velocity's own kernel runs (the link velocity asked for without
+    other rows of the comprehensive kernel), and the indices left to the comprehensive
+    kernel (no repeats)."""
+    rest = [q for q in dict.fromkeys(indices) if q != JOINT_TORQUE]
+    velocity = rest == [LINK_VELOCITY]
+    return JOINT_TORQUE in indices, velocity, [] if velocity else rest
+
+
+def jacobian_kernels(quantities, order=0):
+    """Names, in this module, of the kernels that ``jacobians(model, q_stack, quantities,
+    order)`` runs (:func:`_jacobian_routes`; the joint torque's by :func:`_torque_jacobian`,
+    of order 0 or above)."""
+    torque, velocity, rest = _jacobian_routes(_quantity_indices(quantities))
+    torque_kernel = "torque_derivatives_kernel" if check_order(order) == 0 \
+        else "torque_jacobian_kernel"
+    return [name for name, runs in ((torque_kernel, torque),
+                                    ("velocity_derivatives_kernel", velocity),
+                                    ("jacobian_kernel", rest)) if runs]
 
 
 def _torque_jacobian(model, stack, k):

@@ -177,6 +177,13 @@ def in_cache(kernel):
         return False
 
 
+def jacobian_units(quantities, order=0):
+    """The units whose kernels ``cmtm.jacobians(model, q_stack, quantities, order)`` runs
+    (``cmtm.api.jacobian_kernels``), in the order of :data:`UNITS`."""
+    kernels = set(api.jacobian_kernels(quantities, order))
+    return [name for name, unit in UNITS.items() if kernels & set(unit.kernels)]
+
+
 def unit_ready(name):
     """Whether every kernel of the unit ``name`` is compiled in this process already or in
     the on-disk cache (:func:`in_cache`), so that running the unit compiles nothing."""

@@ -54,11 +54,11 @@ def parse_lock(text):
 
 def check_jacobians_units(order):
     """The units of ``cmtm.precompile`` whose kernels ``check-jacobians --order k`` runs:
-    the structured Jacobians of every quantity (the comprehensive kernel; the joint
-    torque's own kernel, of order 0 or above) and the finite differences of
-    ``cmtm.reference`` (motion, link transforms and, at order 0, the RNEA)."""
-    torque = ("torque derivatives", "inverse dynamics") if order == 0 else ("torque jacobian",)
-    return ["comprehensive jacobians", *torque, "motion", "link transform derivatives"]
+    those of the structured Jacobians of every quantity, and those of the finite
+    differences of ``cmtm.reference.fd_jacobian`` (motion, link transforms and, for the
+    joint torque at order 0, the RNEA of ``cmtm.inverse_dynamics``)."""
+    fd = ["motion", "link transform derivatives", *(["inverse dynamics"] if order == 0 else [])]
+    return [*cmtm.compile_cache.jacobian_units(cmtm.QUANTITIES, order), *fd]
 
 
 def jacobian_discrepancies(model, order, n_samples, seed):

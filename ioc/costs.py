@@ -142,14 +142,11 @@ def engine_quantities(terms):
 def engine_units(terms):
     """The units of ``cmtm.precompile`` whose kernels :func:`term_values` runs for these
     terms with the structured Jacobians: none for joint terms alone; else ``cmtm.motion``'s
-    kernel, the link-velocity Jacobian's and the joint torque's (order 0 or above) as the
-    terms need them."""
+    and those of ``cmtm.jacobians`` of the engine quantities."""
     k = engine_order(terms)
     if k is None:
         return []
-    kernels = {"link_velocity": "velocity jacobian",
-               "joint_torque": "torque derivatives" if k == 0 else "torque jacobian"}
-    return ["motion", *(kernels[quantity] for quantity in engine_quantities(terms))]
+    return ["motion", *cmtm.compile_cache.jacobian_units(engine_quantities(terms), k)]
 
 
 JACOBIAN_SOURCES = {"structured": cmtm.jacobians, "finite_differences": cmtm.reference.fd_jacobians}
