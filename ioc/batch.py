@@ -157,7 +157,8 @@ def trial_names(paths):
 def check_inputs(paths, settings):
     """ValueError for options that do not fit the inputs, before any work: the estimator,
     --pool, --bootstrap, --noise and --degrees against result.json inputs, the backend, a
-    model for data files, and the costs and spline options on the model."""
+    model for data files, and the costs and spline options on the model. Returns the cost
+    terms of --costs on --model as checked (None without --model)."""
     results = [p for p in paths if is_result(p)]
     if results and settings.estimator == "data":
         raise ValueError(f"--estimator data: expected measured motions (CSV, .mot, .sto), "
@@ -177,10 +178,12 @@ def check_inputs(paths, settings):
         dask_client()
     if settings.model is None and len(results) < len(paths):
         raise ValueError("--model: required for measured motions (CSV, .mot, .sto), got none")
-    if settings.model is not None:
-        model = resolve_model(settings.model, settings.lock)
-        MotionProblem(model, settings.costs, **settings.problem_options(), limits="none")
-        _limits(model, settings.limits or "model")
+    if settings.model is None:
+        return None
+    model = resolve_model(settings.model, settings.lock)
+    problem = MotionProblem(model, settings.costs, **settings.problem_options(), limits="none")
+    _limits(model, settings.limits or "model")
+    return problem.terms
 
 
 # --- one trial ----------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from tqdm import tqdm
 
 import cmtm
 from ioc import batch
-from ioc.costs import engine_units, parse_terms, split_names
+from ioc.costs import engine_units, split_names
 from ioc.direct import check_weights, solve
 from ioc.models import resolve_model
 from ioc.problem import CONSTRAINT_MODES, INTEGRATION_RULES, MotionProblem
@@ -195,24 +195,23 @@ def recover(args):
     settings = batch.Settings(**{f.name: getattr(args, f.name)
                                  for f in dataclasses.fields(batch.Settings)})
     paths = batch.expand_motion(args.motion)
-    batch.check_inputs(paths, settings)
+    terms = batch.check_inputs(paths, settings)
     check_out_folder(args.out)
-    precompile_trials(paths, settings)
+    precompile_trials(paths, settings, terms)
     if args.pool or len(paths) == 1:
         return recover_one(args, paths, settings)
     return recover_batch(args, paths, settings)
 
 
-def precompile_trials(paths, settings):
+def precompile_trials(paths, settings, terms):
     """``cmtm.precompile`` with the units of the trials' costs (``ioc.costs.engine_units``):
-    those of --costs on --model, or without --model (every input a result.json) those of
-    the first result's problem. Not with the Dask backend, whose workers may run on other
-    machines, with caches of their own."""
+    ``terms``, those of --costs on --model that ``batch.check_inputs`` returned, or without
+    --model (None: every input a result.json) those of the first result's problem. Not
+    with the Dask backend, whose workers may run on other machines, with caches of their
+    own."""
     if settings.backend != "loky":
         return
-    if settings.model is not None:
-        terms = parse_terms(settings.costs, resolve_model(settings.model, settings.lock))
-    else:
+    if terms is None:
         terms = load_result(paths[0])[1].terms
     cmtm.precompile(units=engine_units(terms))
 
