@@ -18,6 +18,7 @@ traceback instead.
 """
 import argparse
 import dataclasses
+import json
 import re
 import sys
 from importlib.util import find_spec
@@ -28,11 +29,11 @@ from tqdm import tqdm
 
 import cmtm
 from ioc import batch
-from ioc.costs import engine_units, split_names
+from ioc.costs import engine_units, parse_terms, split_names
 from ioc.direct import check_weights, solve
 from ioc.models import resolve_model
 from ioc.problem import CONSTRAINT_MODES, INTEGRATION_RULES, MotionProblem
-from ioc.results import (load_result, motion_samples, result_record, to_json,
+from ioc.results import (motion_samples, result_costs, result_record, to_json,
                          write_result)
 from ioc.weights_io import SUMMARY_FILE, WEIGHTS_FILE, write_weights
 
@@ -205,15 +206,32 @@ def recover(args):
 
 def precompile_trials(paths, settings, terms):
     """``cmtm.precompile`` with the units of the trials' costs (``ioc.costs.engine_units``):
-    ``terms``, those of --costs on --model that ``batch.check_inputs`` returned, or without
-    --model (None: every input a result.json) those of the first result's problem. Not
-    with the Dask backend, whose workers may run on other machines, with caches of their
-    own."""
-    if settings.backend != "loky":
+    those of ``terms``, the terms of --costs on --model that ``batch.check_inputs``
+    returned, or without --model (None: every input a result.json) of every result's own
+    costs (:func:`result_units`). For the trials of this machine: loky's workers and those
+    of a local Dask cluster (no --scheduler) read its cache; with --scheduler the workers
+    may run on other machines, with caches of their own, and nothing is compiled here."""
+    if settings.scheduler is not None:
         return
-    if terms is None:
-        terms = load_result(paths[0])[1].terms
-    cmtm.precompile(units=engine_units(terms))
+    cmtm.precompile(units=engine_units(terms) if terms is not None else result_units(paths))
+
+
+def result_units(paths):
+    """The units of ``engine_units`` that the result.json files ``paths`` need together, in
+    the order of ``cmtm.compile_cache.UNITS``: each distinct (model, lock, costs) they
+    record is parsed once. A file that cannot be read adds none: its trial reports the
+    error."""
+    wanted, seen = set(), set()
+    for path in paths:
+        try:
+            spec, lock, costs = result_costs(path)
+            key = json.dumps([spec, lock, costs], sort_keys=True)
+            if key not in seen:
+                seen.add(key)
+                wanted.update(engine_units(parse_terms(costs, resolve_model(spec, lock))))
+        except ValueError:
+            pass                                        # its trial reports the error
+    return [name for name in cmtm.compile_cache.UNITS if name in wanted]
 
 
 def recover_one(args, paths, settings):

@@ -222,6 +222,17 @@ def load_result(path):
     return model, problem, weights, theta, record
 
 
+def result_costs(path):
+    """(model, model_lock, costs) recorded in a result.json (or the folder holding it): what
+    its problem's cost terms depend on, read without rebuilding the problem. ValueError
+    naming the file as :func:`load_result`."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / RESULT_FILE
+    record = _read_json(path)
+    return tuple(_field(record, (key,), path) for key in ("model", "model_lock", "costs"))
+
+
 def _read_json(path):
     try:
         text = path.read_text(encoding="utf-8")

@@ -3,12 +3,14 @@ the recorded weights), the same noisy samples as CSV (rad) and .mot (deg) throug
 estimator, the weights.json keys and types, and one-line errors that write nothing."""
 import json
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 import cmtm
 import kinematic_trees as kt
+from ioc.cli import precompile_trials, result_units
 from ioc.costs import engine_units, parse_terms
 from ioc_synthetic import (COSTS, NAMES, NOISE_DEG, NOISE_RAD, SPLINE, WEIGHTS, build,
                            ioc_argv, noisy, run, write_csv, write_mot)
@@ -56,6 +58,41 @@ def test_a_result_json_precompiles_the_kernels_of_its_costs(synthetic, monkeypat
     assert code == 0
     assert asked == [engine_units(parse_terms(COSTS, kt.compile_tree(kt.serial_chain(3))))]
     assert asked[0] == ["motion", "torque derivatives"]      # joint_torque: order 0
+
+
+def test_result_units_join_every_results_costs_and_skip_unreadable_files(synthetic, tmp_path):
+    """Units of several result.json files: the union of their costs' units (the synthetic
+    result's order-0 torque and a copy recording an order-1 torque and a link term), each
+    once, in UNITS order; a corrupt file adds none (its trial reports it)."""
+    record = json.loads((synthetic.optimized / "result.json").read_text(encoding="utf-8"))
+    other = tmp_path / "other"
+    other.mkdir()
+    costs = "joint_jerk,joint_torque_rate,link_velocity"
+    (other / "result.json").write_text(json.dumps({**record, "costs": costs}),
+                                       encoding="utf-8")
+    corrupt = tmp_path / "corrupt" / "result.json"
+    corrupt.parent.mkdir()
+    corrupt.write_text("{", encoding="utf-8")
+    chain = kt.compile_tree(kt.serial_chain(3))
+    expected = set(engine_units(parse_terms(COSTS, chain))) | set(
+        engine_units(parse_terms(costs, chain)))
+    units = result_units([synthetic.optimized, other, synthetic.optimized, corrupt])
+    assert units == [name for name in cmtm.compile_cache.UNITS if name in expected]
+    assert {"torque derivatives", "torque jacobian", "velocity jacobian"} <= set(units)
+    assert result_units([corrupt]) == []
+
+
+@pytest.mark.parametrize("backend, scheduler, compiled", [
+    ("loky", None, True), ("dask", None, True), ("dask", "tcp://127.0.0.1:1", False)])
+def test_precompile_runs_for_this_machines_workers_only(synthetic, monkeypatch, backend,
+                                                        scheduler, compiled):
+    """loky's and a local Dask cluster's workers share this machine's cache; a scheduler's
+    workers may be elsewhere."""
+    asked = []
+    monkeypatch.setattr(cmtm, "precompile", lambda jobs=None, units=None: asked.append(units))
+    settings = SimpleNamespace(backend=backend, scheduler=scheduler)
+    precompile_trials([synthetic.optimized / "result.json"], settings, None)
+    assert asked == ([result_units([synthetic.optimized])] if compiled else [])
 
 
 def test_result_json_weights_recovered_by_inverse_kkt_to_1e_9(synthetic, tmp_path):
