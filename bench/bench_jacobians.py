@@ -76,6 +76,11 @@ WARM_UP_CALLS = 3
 touch a large fresh output (100+ MB) ran up to 10x slower for two to four calls (measured:
 the order-2 velocity Jacobian of a 32-link chain, 200 samples: 140, 120, 26, 12 ms), which
 the best of 3 timed calls did not always leave behind."""
+ESTIMATE_CALLS = 3
+"""One-sample calls that estimate a cell's cost (the best of them): a single call was once
+5.9 ms instead of ~0.06 ms (the 2-link order-0 link-velocity cell of the run of
+2026-12-01), which cut that cell's samples per call from 200 to 34 for cmtm and JAX alike,
+so that fixed call costs weighed six times more in its per-sample times."""
 MEMORY_CASE = (128, 4)
 """(nv, order) of the serial chain whose torque Jacobian's peak memory is measured."""
 
@@ -122,16 +127,18 @@ during the call (numpy's arrays; Numba's allocations inside kernels are not trac
 def adaptive_best(call, q_all, max_samples, target_s, repeats):
     """Best per-sample time of ``call(q_stack)`` over ``repeats`` calls.
 
-    A one-sample call (the kernels are already compiled; after a first call that builds
-    the model's kernel arrays and workspaces) estimates the cost; the number of samples per
-    call is then target_s / estimate, clipped to [1, max_samples]; WARM_UP_CALLS calls at
-    that size precede the timed ones.
+    The best of ESTIMATE_CALLS one-sample calls (the kernels are already compiled; after a
+    first call that builds the model's kernel arrays and workspaces) estimates the cost;
+    the number of samples per call is then target_s / estimate, clipped to [1, max_samples];
+    WARM_UP_CALLS calls at that size precede the timed ones.
     Returns (seconds per sample, samples per call, the last result).
     """
     call(q_all[:1])
-    start = time.perf_counter()
-    call(q_all[:1])
-    estimate = time.perf_counter() - start
+    estimate = np.inf
+    for _ in range(ESTIMATE_CALLS):
+        start = time.perf_counter()
+        call(q_all[:1])
+        estimate = min(estimate, time.perf_counter() - start)
     n = int(np.clip(target_s / max(estimate, 1e-9), 1, max_samples))
     q = np.ascontiguousarray(q_all[:n])
     for _ in range(WARM_UP_CALLS):                     # warm-up at this size
