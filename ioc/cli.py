@@ -229,7 +229,7 @@ def result_units(paths):
             if key not in seen:
                 seen.add(key)
                 wanted.update(engine_units(parse_terms(costs, resolve_model(spec, lock))))
-        except ValueError:
+        except (ValueError, TypeError):
             pass                                        # its trial reports the error
     return [name for name in cmtm.compile_cache.UNITS if name in wanted]
 

@@ -194,10 +194,7 @@ def load_result(path):
     control points theta = DD(hi, lo) (n_c, nv) and the parsed record.
     ValueError naming the file if it is not such a result or no longer fits its model.
     """
-    path = Path(path)
-    if path.is_dir():
-        path = path / RESULT_FILE
-    record = _read_json(path)
+    path, record = _result_record(path)
 
     def get(*keys):
         return _field(record, keys, path)
@@ -226,11 +223,16 @@ def result_costs(path):
     """(model, model_lock, costs) recorded in a result.json (or the folder holding it): what
     its problem's cost terms depend on, read without rebuilding the problem. ValueError
     naming the file as :func:`load_result`."""
+    path, record = _result_record(path)
+    return tuple(_field(record, (key,), path) for key in ("model", "model_lock", "costs"))
+
+
+def _result_record(path):
+    """(the result.json, its parsed record) of a result.json or the folder holding it."""
     path = Path(path)
     if path.is_dir():
         path = path / RESULT_FILE
-    record = _read_json(path)
-    return tuple(_field(record, (key,), path) for key in ("model", "model_lock", "costs"))
+    return path, _read_json(path)
 
 
 def _read_json(path):
