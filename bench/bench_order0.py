@@ -485,8 +485,9 @@ class ProcessPair:
     """Two interpreters that make the same one-thread call of a block-3 case with nothing
     shared: the machine's own ceiling for two threads. Each round times both at once over
     one window, between two windows of one alone; the ceiling is 2 x (alone) / (the slower
-    of the two at once), the speed-up that splitting the work in two halves across two cores could
-    reach if the split cost nothing. Both sleep on their input between windows."""
+    of the two at once), the speed-up that splitting the work in two halves across two
+    cores could reach if the split cost nothing. Both sleep on their input between
+    windows."""
 
     def __init__(self, name, function, n_samples):
         code = PAIR_WORKER.format(bench=str(Path(__file__).resolve().parent))
@@ -553,7 +554,8 @@ def thread_scaling(name, model, function, q_stack, repeats, rounds=THREAD_ROUNDS
                      "samples": len(q_stack), "threads": threads,
                      "cmtm_us": 1e6 * np.median(times[threads]) / len(q_stack),
                      "speedup": np.median(speedups), "best_speedup": speedups.max(),
-                     "ceiling": ceiling, "best_ceiling": None if ceiling is None else max(ceilings),
+                     "ceiling": ceiling,
+                     "best_ceiling": None if ceiling is None else max(ceilings),
                      "identical": bool(np.array_equal(results[threads], results[1])),
                      "target": target})
     return rows
@@ -622,9 +624,8 @@ def print_tables(blocks, args):
         f"rounds' speedups, best: the best round's; ceiling: two processes making the "
         f"one-thread call at once, 2 x (alone) / (slower of the two), median call times, "
         f"median and best round (what two cores give with nothing shared); identical: "
-        f"np.array_equal "
-        f"with 1 thread; "
-        f"target: the Jacobian's median speedup >= {SPEEDUP_TARGET[1]:g}x on "
+        f"np.array_equal with 1 thread; target: the Jacobian's median speedup >= "
+        f"{SPEEDUP_TARGET[1]:g}x on "
         f"{SPEEDUP_TARGET[0]} threads",
         MODEL_COLUMNS + [("function", "function", "", 22), ("samples", "samples", "d", 7),
                          ("threads", "threads", "d", 7), CMTM_US,
