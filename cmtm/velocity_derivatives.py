@@ -52,7 +52,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cmtm._jit import jit, jit_inline, jit_kernel
+from cmtm._jit import jit, jit_inline, jit_kernel, jit_leaf
 from cmtm.rnea_derivatives import link_world_pose
 from cmtm.spatial import motion_cross_add
 from cmtm.taylor import factorials
@@ -205,11 +205,21 @@ def binomial_blocks(out, body, binomial, row0, first, length):
     return finite
 
 
-@jit
+@jit_leaf
 def body_columns(R, p, cols, first, length, row0, out):
     """out[row0 + c, first + t] = (Ad^{-1} cols[:, first + t])_c for t < length, with
     Ad^{-1} [w; u] = [R^T w; R^T (u + w x p)] (the body frame of a link at pose (R, p));
-    returns False if an entry is not finite (x - x is 0 for finite x, NaN otherwise)."""
+    returns False if an entry is not finite (x - x is 0 for finite x, NaN otherwise).
+
+    A leaf (``jit_leaf``: LLVM inlines it at its three sites in :func:`link_rows`), with the
+    finiteness of a column folded in without a branch (``&``, not ``and``). Measured
+    against a separate ``jit`` function with ``and``: kernel alone, one thread, 200
+    samples, 15 rounds alternating in one process, identical bits: median ratio 1.60
+    (2-link chain, order 0), 1.20 (order 2), 1.34 / 1.16 / 1.13 (4-link chain, orders
+    0-2), 1.17 / 1.08 / 1.07 (8-link chain, orders 0-2), 1.22 / 1.07 / 1.15 / 1.09 (Panda,
+    orders 0, 1, 2, 4), faster in every round but one; the ``&`` alone is ~2 % of it.
+    Inlining comoving_columns too gained 4-18 % at orders >= 1 but lost 2-7 % at order 0
+    (which does not call it); binomial_blocks, nothing measurable; neither kept."""
     finite = True
     for t in range(first, first + length):
         w0, w1, w2 = cols[0, t], cols[1, t], cols[2, t]
@@ -221,7 +231,7 @@ def body_columns(R, p, cols, first, length, row0, out):
             linear = R[0, r] * u0 + R[1, r] * u1 + R[2, r] * u2
             out[row0 + r, t] = angular
             out[row0 + 3 + r, t] = linear
-            finite &= angular - angular == 0.0 and linear - linear == 0.0
+            finite &= (angular - angular == 0.0) & (linear - linear == 0.0)
     return finite
 
 
