@@ -49,8 +49,8 @@ import numpy as np
 
 from cmtm._jit import jit, jit_inline, jit_kernel
 from cmtm.kinematics import base_velocity_stacks
-from cmtm.rnea_derivatives import inertia_rate_add, link_world_pose, world_inertia
-from cmtm.spatial import motion_cross_add
+from cmtm.rnea_derivatives import (inertia_rate_add, link_world_pose, screw_twist_jets,
+                                   world_inertia)
 from cmtm.taylor import (add_blocks, add_stack, conv_block_vec, copy_stack, force_cross_conv,
                          motion_cross_conv, raw_block_coefficients, write_raw_blocks,
                          zero_stack)
@@ -63,6 +63,7 @@ class TorqueWorkspace(NamedTuple):
     ``T`` are scratch of one link or one pair)."""
 
     coef: np.ndarray                # (k+1, k+3, 3) raw_block_coefficients
+    rate_scale: np.ndarray          # (L,) b + 1: q' coefficients from q's (Taylor-scaled)
     root: np.ndarray                # (L, 6) base velocity stack of the gravity trick (§3.3)
     identity: np.ndarray            # (3, 3) pose of the base
     origin: np.ndarray              # (3,)
@@ -101,7 +102,8 @@ def torque_workspace(model, order, n_chunks):
         return np.zeros((n_chunks,) + shape)
     vector, jet = (n, L, 6), (L, 6)
     return TorqueWorkspace(
-        coef=raw_block_coefficients(k1, k1 + 2, 3), root=base_velocity_stacks(model, L)[1],
+        coef=raw_block_coefficients(k1, k1 + 2, 3), rate_scale=np.arange(1.0, L + 1),
+        root=base_velocity_stacks(model, L)[1],
         identity=np.eye(3), origin=np.zeros(3),
         first_moment=np.array(model.first_moment),
         rotational_inertia=np.array(model.rotational_inertia),
@@ -123,27 +125,13 @@ def link_world_jets(model, tw, c, i, q, v_parent):
         I_0 = A^{-T} I A^{-1},  I_{m+1} = 1/(m+1) sum_{a<=m} (v_a x^* I_{m-a} - I_{m-a} v_a x)
         h_m = sum_{a<=m} I_a v_{m-a}                                   (h = I v)
 
-    into tw.s, v_w, Ic and hJ_w (the link's own inertia and momentum). The twist rows are
-    accumulated term by term over a, the six components innermost (as in
-    ``cmtm.velocity_derivatives.world_jets``): one thread, us per sample, three alternating
-    runs, against each component summed over a in turn: order-1 torque Jacobian of the
-    Panda 8.8-9.6 against 10.6-11.6, 32-link chain 89-99 against 100-111, orders 2-3 4-15 %
-    faster; the same sums in the same order, identical bits."""
+    into tw.s, v_w, Ic and hJ_w (the link's own inertia and momentum); s and v by
+    ``screw_twist_jets``, shared with ``cmtm.velocity_derivatives``."""
     s, v, I, h = tw.s[c, i], tw.v_w[c, i], tw.Ic[c, i], tw.hJ_w[c, i]
     link_world_pose(model, i, q[0, i], tw.E[c], tw.R[c], tw.p[c], tw.identity, tw.origin,
                     tw.w_R[c], tw.w_p[c], s[0])
+    screw_twist_jets(v_parent, q, i, tw.rate_scale, s, v)
     L = s.shape[0]
-    for m in range(L - 1):
-        s[m + 1, :] = 0.0
-        for a in range(m + 1):
-            motion_cross_add(v_parent[a], s[m - a], 1.0 / (m + 1), s[m + 1])
-    for m in range(L):
-        for r in range(6):
-            v[m, r] = v_parent[m, r]
-        for a in range(m + 1):
-            rate = (m - a + 1) * q[m - a + 1, i]
-            for r in range(6):
-                v[m, r] += s[a, r] * rate
     world_inertia(model.mass[i], tw.first_moment[i], tw.rotational_inertia[i], tw.w_R[c, i],
                   tw.w_p[c, i], tw.w_m[c], tw.w_mc[c], tw.w_IO[c], I[0])
     for m in range(L - 1):

@@ -53,7 +53,7 @@ from typing import NamedTuple
 import numpy as np
 
 from cmtm._jit import jit, jit_inline, jit_kernel, jit_leaf
-from cmtm.rnea_derivatives import link_world_pose
+from cmtm.rnea_derivatives import link_world_pose, screw_twist_jets
 from cmtm.spatial import motion_cross_add
 from cmtm.taylor import factorials
 
@@ -121,31 +121,19 @@ def velocity_derivatives_workspace(kernel_model, order, n_chunks):
 
 
 @jit_inline
-def world_jets(model, ws, c, q_rows, K):
-    """Poses, screw jets s_0..s_K and twist jets v_0..v_{K-1} of every link, and the
-    order-0 columns s'_i = s_1 (``w_cols[0, 0]``) and s_i (``w_cols[1, 0]``): the per-link
-    recursion of the module docstring on Taylor coefficients, with q_rows the raw
-    derivatives of one sample (q' coefficients q^(m+1) / m!). The torque kernel's
-    ``link_world_jets`` runs the same screw and twist recursion, in loops of the same form,
-    on Taylor-scaled stacks; one helper shared by both, tried, made this kernel 15-30 %
-    slower at order 0, so each keeps its loops."""
+def world_jets(model, ws, c, q_rows):
+    """Poses, screw jets s_0..s_K and twist jets v_0..v_{K-1} of every link (K = k+1, the
+    rows of ws.w_V), and the order-0 columns s'_i = s_1 (``w_cols[0, 0]``) and s_i
+    (``w_cols[1, 0]``): the per-link recursion of the module docstring on Taylor
+    coefficients (``screw_twist_jets``, shared with the torque kernel), with q_rows the raw
+    derivatives of one sample (q' coefficients q^(m+1) / m!)."""
     for i in range(model.parent.shape[0]):
         par = model.parent[i]
         S, V = ws.w_S[c, i], ws.w_V[c, i]
         link_world_pose(model, i, q_rows[0, i], ws.E[c], ws.R[c], ws.p[c], ws.identity,
                         ws.origin, ws.w_R[c], ws.w_p[c], S[0])
-        v_par = ws.rest if par < 0 else ws.w_V[c, par]
-        for m in range(K):
-            for r in range(6):
-                S[m + 1, r] = 0.0
-            for a in range(m + 1):                      # (m+1) s_{m+1} = sum v_p,a x s_{m-a}
-                motion_cross_add(v_par[a], S[m - a], 1.0 / (m + 1), S[m + 1])
-            for r in range(6):
-                V[m, r] = v_par[m, r]
-            for a in range(m + 1):                      # v_m = v_p,m + sum s_a q'_{m-a}
-                rate = q_rows[m - a + 1, i] * ws.inverse_factorial[m - a]
-                for r in range(6):
-                    V[m, r] += S[a, r] * rate
+        screw_twist_jets(ws.rest if par < 0 else ws.w_V[c, par], q_rows, i,
+                         ws.inverse_factorial, S, V)
         for r in range(6):
             ws.w_cols[c, 0, 0, r, i] = S[1, r]
             ws.w_cols[c, 1, 0, r, i] = S[0, r]
@@ -262,9 +250,8 @@ def velocity_derivatives_kernel(model, ws, c, first, last, q_stack, out, finite)
     support of link i, at the samples s = first..last-1 of q_stack (n_samples, >= k+2, n)
     raw, with work slot c; ``out`` (n_samples, k+1, 6 n, k+2, n) zero-initialised;
     finite[s] whether every entry of sample s is finite."""
-    K = out.shape[1]
     for smp in range(first, last):
-        world_jets(model, ws, c, q_stack[smp], K)
+        world_jets(model, ws, c, q_stack[smp])
         ok = True
         for i in range(model.parent.shape[0]):
             ok = link_rows(ws, c, i, out[smp]) and ok
