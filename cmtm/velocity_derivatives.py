@@ -139,7 +139,7 @@ def world_jets(model, ws, c, q_rows):
             ws.w_cols[c, 1, 0, r, i] = S[0, r]
 
 
-@jit
+@jit_leaf
 def comoving_columns(S, V, jets, cols, t):
     """cols[0, m, :, t] = (D^m s')_0 and cols[1, m, :, t] = (D^m s)_0 for m = 1..K-1, with
     D x = x' - v x x the derivative seen from a link of twist jet V (K, 6): (d/dt)^m
@@ -199,15 +199,13 @@ def body_columns(R, p, cols, first, length, row0, out):
     Ad^{-1} [w; u] = [R^T w; R^T (u + w x p)] (the body frame of a link at pose (R, p));
     returns False if an entry is not finite (x - x is 0 for finite x, NaN otherwise).
 
-    A leaf (``jit_leaf``: LLVM inlines it at its three sites in :func:`link_rows`), with the
+    A leaf (``jit_leaf``: LLVM inlines it at its four sites in :func:`link_rows`), with the
     finiteness of a column folded in without a branch (``&``, not ``and``). Measured
     against a separate ``jit`` function with ``and``: kernel alone, one thread, 200
     samples, 15 rounds alternating in one process, identical bits: median ratio 1.60
     (2-link chain, order 0), 1.20 (order 2), 1.34 / 1.16 / 1.13 (4-link chain, orders
     0-2), 1.17 / 1.08 / 1.07 (8-link chain, orders 0-2), 1.22 / 1.07 / 1.15 / 1.09 (Panda,
-    orders 0, 1, 2, 4), faster in every round but one; the ``&`` alone is ~2 % of it.
-    Inlining comoving_columns too gained 4-18 % at orders >= 1 but lost 2-7 % at order 0
-    (which does not call it); binomial_blocks, nothing measurable; neither kept."""
+    orders 0, 1, 2, 4), faster in every round but one; the ``&`` alone is ~2 % of it."""
     finite = True
     for t in range(first, first + length):
         w0, w1, w2 = cols[0, t], cols[1, t], cols[2, t]
@@ -226,19 +224,26 @@ def body_columns(R, p, cols, first, length, row0, out):
 @jit_inline
 def link_rows(ws, c, i, out):
     """The rows of link i of one sample's output (K, 6 n, K+1, n): every order, every
-    joint of its support, run by run; returns False if an entry is not finite."""
+    joint of its support, run by run; returns False if an entry is not finite.
+
+    The order-0 blocks first, then, for K > 1, everything the higher orders need, with
+    ``comoving_columns`` a leaf (``jit_leaf``). Against the orders interleaved and
+    comoving_columns a call (kernel alone, one thread, 200 samples, 15 rounds alternating
+    in one process, two runs, identical bits), median ratios: order 0 1.00-1.04; order 1
+    1.11-1.18 (4- and 8-link chains, Panda); order 2 1.00-1.06; Panda order 4 0.98-0.99.
+    Inlining comoving_columns alone, orders interleaved, had lost 2-7 % at order 0 (which
+    does not call it); inlining binomial_blocks gained nothing measurable."""
     K, ok = out.shape[0], True
     R, p, cols, body = ws.w_R[c, i], ws.w_p[c, i], ws.w_cols[c], ws.body[c]
     for u in range(ws.run_start[i], ws.run_start[i + 1]):
         joint, length = ws.runs[u, 0], ws.runs[u, 1]
+        ok = body_columns(R, p, cols[0, 0], joint, length, 6 * i, out[0, :, 0]) and ok
+        ok = body_columns(R, p, cols[1, 0], joint, length, 6 * i, out[0, :, 1]) and ok
         if K > 1:
             for t in range(joint, joint + length):
                 comoving_columns(ws.w_S[c, t], ws.w_V[c, i], ws.jets[c], cols, t)
-        for m in range(K):
-            ok = body_columns(R, p, cols[0, m], joint, length, 6 * i, out[m, :, 0]) and ok
-        ok = body_columns(R, p, cols[1, 0], joint, length, 6 * i, out[0, :, 1]) and ok
-        if K > 1:
             for m in range(1, K):
+                ok = body_columns(R, p, cols[0, m], joint, length, 6 * i, out[m, :, 0]) and ok
                 ok = body_columns(R, p, cols[1, m], joint, length, 0, body[m]) and ok
             ok = binomial_blocks(out, body, ws.binomial, 6 * i, joint, length) and ok
     return ok
