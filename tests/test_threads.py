@@ -7,6 +7,9 @@ samples) against all of ``numba.config.NUMBA_NUM_THREADS`` (one chunk per thread
 sample runs the same instructions whatever its chunk, so the results must be equal bit
 for bit (np.array_equal), not merely close.
 """
+import threading
+import time
+
 import numba
 import numpy as np
 import pytest
@@ -167,3 +170,38 @@ def test_small_calls_stay_on_the_calling_thread(panda, monkeypatch):
     finally:
         numba.set_num_threads(before)
     assert chunks[1:] == [1, 1]
+
+
+def test_the_cost_estimate_is_the_calling_threads_kernel_time(monkeypatch):
+    """A split call measures the kernel's cost on the calling thread's chunk, not the call's
+    wall time: here the chunk handed to the pool is slow (a stand-in kernel that sleeps
+    20 ms off the calling thread), which a wall-time estimate (20 ms x 2 chunks / 99
+    samples) would read as 0.4 ms per sample and keep splitting; the calling thread's
+    chunk costs microseconds, so the next call runs in one chunk."""
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one Numba thread: nothing to split")
+    calling_thread = threading.current_thread()
+
+    def kernel(kernel_model, work, slot, first, last, out):
+        if threading.current_thread() is not calling_thread:
+            time.sleep(0.02)
+        out[first:last] = 1.0
+    chunks = []
+    run_chunks = api.run_chunks
+
+    def counting(kernel, kernel_model, works, *args, **kwargs):
+        chunks.append(len(works))
+        return run_chunks(kernel, kernel_model, works, *args, **kwargs)
+    monkeypatch.setattr(api, "run_chunks", counting)
+    model = kt.compile_tree(kt.serial_chain(2))
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+        out = np.zeros(100)
+        monkeypatch.setattr(api, "MIN_CHUNK_SECONDS", 1e-12)           # split this call
+        api.run_on_threads(model, kernel, "stand-in", (), lambda *_: None, 100, out)
+        monkeypatch.setattr(api, "MIN_CHUNK_SECONDS", 1e-4)
+        api.run_on_threads(model, kernel, "stand-in", (), lambda *_: None, 100, out)
+    finally:
+        numba.set_num_threads(before)
+    assert chunks == [2, 1] and (out == 1.0).all()
