@@ -151,10 +151,9 @@ def test_chunk_bounds_cover_the_samples_once_with_the_lead_in_chunk_0():
         assert min(shares) >= 0 and max(shares) - min(shares) <= 1
 
 
-def test_small_calls_stay_on_the_calling_thread(panda, monkeypatch):
-    """Two samples of the Panda's torque Jacobian are microseconds of work: after the first
-    call has measured the cost, no chunk goes to the thread pool."""
-    q = random_stack(panda, 3, n_samples=2, seed=24)
+@pytest.fixture
+def chunk_counts(monkeypatch):
+    """The number of chunks of every api.run_chunks call made in the test, in order."""
     chunks = []
     run_chunks = api.run_chunks
 
@@ -162,6 +161,13 @@ def test_small_calls_stay_on_the_calling_thread(panda, monkeypatch):
         chunks.append(len(works))
         return run_chunks(kernel, kernel_model, works, *args, **kwargs)
     monkeypatch.setattr(api, "run_chunks", counting)
+    return chunks
+
+
+def test_small_calls_stay_on_the_calling_thread(panda, chunk_counts):
+    """Two samples of the Panda's torque Jacobian are microseconds of work: after the first
+    call has measured the cost, no chunk goes to the thread pool."""
+    q = random_stack(panda, 3, n_samples=2, seed=24)
     before = numba.get_num_threads()
     try:
         numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
@@ -169,10 +175,10 @@ def test_small_calls_stay_on_the_calling_thread(panda, monkeypatch):
             cmtm.jacobian(panda, q, "joint_torque", order=0)
     finally:
         numba.set_num_threads(before)
-    assert chunks[1:] == [1, 1]
+    assert chunk_counts[1:] == [1, 1]
 
 
-def test_the_cost_estimate_is_the_calling_threads_kernel_time(monkeypatch):
+def test_the_cost_estimate_is_the_calling_threads_kernel_time(monkeypatch, chunk_counts):
     """A split call measures the kernel's cost on the calling thread's chunk, not the call's
     wall time: here the chunk handed to the pool is slow (a stand-in kernel that sleeps
     20 ms off the calling thread), which a wall-time estimate (20 ms x 2 chunks / 99
@@ -186,13 +192,6 @@ def test_the_cost_estimate_is_the_calling_threads_kernel_time(monkeypatch):
         if threading.current_thread() is not calling_thread:
             time.sleep(0.02)
         out[first:last] = 1.0
-    chunks = []
-    run_chunks = api.run_chunks
-
-    def counting(kernel, kernel_model, works, *args, **kwargs):
-        chunks.append(len(works))
-        return run_chunks(kernel, kernel_model, works, *args, **kwargs)
-    monkeypatch.setattr(api, "run_chunks", counting)
     model = kt.compile_tree(kt.serial_chain(2))
     before = numba.get_num_threads()
     try:
@@ -204,4 +203,4 @@ def test_the_cost_estimate_is_the_calling_threads_kernel_time(monkeypatch):
         api.run_on_threads(model, kernel, "stand-in", (), lambda *_: None, 100, out)
     finally:
         numba.set_num_threads(before)
-    assert chunks == [2, 1] and (out == 1.0).all()
+    assert chunk_counts == [2, 1] and (out == 1.0).all()
