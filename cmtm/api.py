@@ -514,15 +514,14 @@ def run_chunks(kernel, kernel_model, works, n_samples, *arrays, start=0, lead=0)
     (slot 0 of each): chunk 0 on the calling thread, with ``lead`` samples more, the others
     on the shared thread pool at the same time (the kernels release the GIL). Returns the
     seconds per sample of chunk 0's kernel call (the kernel's own cost, without handing
-    chunks to the pool and waiting for them). A chunk
-    writes only its samples and its own workspace, and every sample runs the same
-    instructions whatever its chunk, so the results are identical bit for bit for any
-    thread count. Plain threads rather than Numba's
-    ``parallel=True``: the same speed-up, and half the cold compile time. A workspace of
-    its own per chunk rather than one slot each of one workspace: neighbouring slots of
-    the small scratch arrays shared cache lines between the threads (measured: the
-    200-sample order-0 torque Jacobian on two threads 8 % faster on the Panda, 5 % on a
-    32-link chain, with the slots 8 apart)."""
+    chunks to the pool and waiting for them). A chunk writes only its samples and its own
+    workspace, and every sample runs the same instructions whatever its chunk, so the
+    results are identical bit for bit for any thread count. Plain threads rather than
+    Numba's ``parallel=True``: the same speed-up, and half the cold compile time. A
+    workspace of its own per chunk rather than one slot each of one workspace: neighbouring
+    slots of the small scratch arrays shared cache lines between the threads (measured:
+    the 200-sample order-0 torque Jacobian on two threads 8 % faster on the Panda, 5 % on
+    a 32-link chain, with the slots 8 apart)."""
     n_chunks = len(works)
     others = []
     if n_chunks > 1:
