@@ -53,13 +53,8 @@ import tempfile
 import time
 from pathlib import Path
 
-# One BLAS thread, set before numpy loads its BLAS: cmtm checks large results for
-# finiteness with a BLAS dot product (cmtm.api.all_finite), which OpenBLAS would otherwise
-# spread over every core, outside Numba's thread count of the "1-thr" column.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-import numba  # noqa: E402
-import numpy as np  # noqa: E402
+import numba
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 # Run from a checkout: the repository root first (an outdated editable install must not

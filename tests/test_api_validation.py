@@ -313,9 +313,10 @@ def test_link_velocity_jacobian_overflow_is_a_value_error():
 
 
 def all_finite_cases():
-    """(name, array): finite, one NaN / +inf / -inf, entries whose squares overflow (one of
-    1e200; a million of 1e153, whose squares sum beyond float64), an empty and a strided
-    array; each small (the mask) and large (beyond SMALL_FINITE_CHECK: the dot product)."""
+    """(name, array): finite, one NaN / +inf / -inf, entries near 1e308 (whose sum
+    overflows: 1e5 of 1e304, with and without one NaN), entries whose squares overflow (one
+    of 1e200), an empty and a strided array; each small (the mask) and large (beyond
+    SMALL_FINITE_CHECK: the sum), the large ones also with the entry first."""
     rng = np.random.default_rng(3)
     base = rng.uniform(-1.0, 1.0, (4, 5, 6))
     large = rng.uniform(-1.0, 1.0, 2 * cmtm.api.SMALL_FINITE_CHECK + 7)
@@ -325,30 +326,38 @@ def all_finite_cases():
                         ("1e200", 1e200)):
         bad, large_bad = base.copy(), large.copy()
         bad[2, 2, 4] = large_bad[-2] = value
+        first_bad = large.copy()
+        first_bad[0] = value
         cases += [(name, bad), ("strided " + name, bad[:, ::2, 1:]),
-                  ("large " + name, large_bad), ("large strided " + name, large_bad[1::2])]
-    cases.append(("million 1e153", np.full(10**6, 1e153)))
+                  ("large " + name, large_bad), ("large strided " + name, large_bad[1::2]),
+                  ("large first " + name, first_bad)]
+    near_max = np.full(10**5, 1e304)
+    near_max_nan = near_max.copy()
+    near_max_nan[7] = np.nan
+    cases += [("sum overflows", near_max), ("sum overflows, nan", near_max_nan)]
     return cases
 
 
 @pytest.mark.parametrize("name, array", all_finite_cases(), ids=lambda case: str(case)[:20])
 def test_all_finite_agrees_with_numpy_without_warnings(name, array):
-    """cmtm.api.all_finite (a mask; for large arrays a sum of squares, then max and min if it
-    is not finite) against np.isfinite(array).all(); pytest turns warnings into errors, so an
-    overflow of the sum of squares must stay silent."""
+    """cmtm.api.all_finite (a mask; for large arrays a sum, then max and min if it is not
+    finite) against np.isfinite(array).all(); pytest turns warnings into errors, so an
+    overflow of the sum must stay silent."""
     assert cmtm.api.all_finite(array) is bool(np.isfinite(array).all()), name
 
 
 def test_large_finite_results_are_returned():
-    """Results whose squares overflow are finite: the check must return them. The order-0
-    torque Jacobian of a 3-link chain with rates of 1e100 has entries ~1e200 (d tau / d q'
-    ~ I v), whose squares overflow float64; enough samples that the result is checked by
-    the sum of squares (more than SMALL_FINITE_CHECK entries), not by the mask."""
+    """Results whose sum overflows are finite: the check must return them. The order-0
+    torque Jacobian of a 3-link chain with rates of 1e152 has entries up to ~4e305 (d tau /
+    d q ~ v^2), whose sum overflows float64; enough samples that the result is checked by
+    the sum (more than SMALL_FINITE_CHECK entries), not by the mask."""
     model = kt.compile_tree(kt.serial_chain(3))
-    q = np.array([[0.3, 0.2, 0.1], [1e100, 1e100, 1e100], [0.0, 0.0, 0.0]])
+    q = np.array([[0.3, 0.2, 0.1], [1e152, 1e152, 1e152], [0.0, 0.0, 0.0]])
     n_samples = cmtm.api.SMALL_FINITE_CHECK // q.size + 1      # J has 3 x 3 x 3 per sample
     J = cmtm.jacobian(model, np.repeat(q[None], n_samples, axis=0), "joint_torque")
-    assert np.isfinite(J).all() and np.abs(J).max() > 1e160
+    assert J.size > cmtm.api.SMALL_FINITE_CHECK and np.isfinite(J).all()
+    with np.errstate(over="ignore"):
+        assert not np.isfinite(np.add.reduce(J.reshape(-1)))
 
 
 def test_link_velocity_overflow_flag_belongs_to_its_call(monkeypatch):
