@@ -15,15 +15,18 @@ so an interrupted batch keeps its finished trials and a rerun into the same fold
 them (when they were made with the same estimation settings).
 """
 import glob
+import socket
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 import joblib
+import numba
 import numpy as np
 from tqdm import tqdm
 
+import cmtm
 from ioc.data import CSV_SUFFIXES, STORAGE_SUFFIXES, read_motion
 from ioc.direct import solve
 from ioc.estimate import (bootstrap_weights, estimate_weights, kkt_stationarity,
@@ -375,6 +378,29 @@ def parallel_backend(backend, scheduler):
     client = dask_client()
     with client(scheduler), joblib.parallel_config(backend="dask"):
         yield
+
+
+def precompile_on_workers(scheduler, units):
+    """``cmtm.precompile(units=units)`` on the workers of the Dask cluster at ``scheduler``,
+    as a task on one worker per Numba cache (:func:`kernel_cache`): the workers may run on
+    other machines, each with a cache of its own, and two processes must not compile into
+    one cache at once (``cmtm.compile_cache``). The other workers of a cache load the
+    kernels from it on their first trial. Returns the addresses of the workers that ran it.
+    """
+    with dask_client()(scheduler) as client:
+        caches = client.run(kernel_cache)                  # {worker address: its cache}
+        one_per_cache = sorted({cache: address for address, cache in caches.items()}.values())
+        client.gather([client.submit(cmtm.precompile, units=units, workers=[address],
+                                     allow_other_workers=False, pure=False)
+                       for address in one_per_cache])
+    return one_per_cache
+
+
+def kernel_cache():
+    """Where this process's Numba cache of cmtm's kernels is: (host name, NUMBA_CACHE_DIR,
+    the folder of the cmtm package, next to which Numba caches when NUMBA_CACHE_DIR is
+    unset)."""
+    return socket.gethostname(), numba.config.CACHE_DIR, str(Path(cmtm.__file__).parent)
 
 
 def dask_client():

@@ -208,12 +208,15 @@ def precompile_trials(paths, settings, terms):
     """``cmtm.precompile`` with the units of the trials' costs (``ioc.costs.engine_units``):
     those of ``terms``, the terms of --costs on --model that ``batch.check_inputs``
     returned, or without --model (None: every input a result.json) of every result's own
-    costs (:func:`result_units`). For the trials of this machine: loky's workers and those
-    of a local Dask cluster (no --scheduler) read its cache; with --scheduler the workers
-    may run on other machines, with caches of their own, and nothing is compiled here."""
-    if settings.scheduler is not None:
-        return
-    cmtm.precompile(units=engine_units(terms) if terms is not None else result_units(paths))
+    costs (:func:`result_units`). Here for the trials of this machine: one trial or --pool
+    (run in this process), loky's workers and those of a local Dask cluster (no
+    --scheduler), which read this machine's cache; on the workers of the cluster at
+    --scheduler otherwise, once per cache they hold (``batch.precompile_on_workers``)."""
+    units = engine_units(terms) if terms is not None else result_units(paths)
+    if settings.scheduler is None or settings.pool or len(paths) == 1:
+        cmtm.precompile(units=units)
+    else:
+        batch.precompile_on_workers(settings.scheduler, units)
 
 
 def result_units(paths):

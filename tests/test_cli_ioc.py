@@ -10,6 +10,7 @@ import pytest
 
 import cmtm
 import kinematic_trees as kt
+from ioc import batch
 from ioc.cli import precompile_trials, result_units
 from ioc.costs import engine_units, parse_terms
 from ioc_synthetic import (COSTS, NAMES, NOISE_DEG, NOISE_RAD, SPLINE, WEIGHTS, build,
@@ -82,17 +83,46 @@ def test_result_units_join_every_results_costs_and_skip_unreadable_files(synthet
     assert result_units([corrupt]) == []
 
 
-@pytest.mark.parametrize("backend, scheduler, compiled", [
-    ("loky", None, True), ("dask", None, True), ("dask", "tcp://127.0.0.1:1", False)])
-def test_precompile_runs_for_this_machines_workers_only(synthetic, monkeypatch, backend,
-                                                        scheduler, compiled):
-    """loky's and a local Dask cluster's workers share this machine's cache; a scheduler's
-    workers may be elsewhere."""
-    asked = []
-    monkeypatch.setattr(cmtm, "precompile", lambda jobs=None, units=None: asked.append(units))
-    settings = SimpleNamespace(backend=backend, scheduler=scheduler)
-    precompile_trials([synthetic.optimized / "result.json"], settings, None)
-    assert asked == ([result_units([synthetic.optimized])] if compiled else [])
+@pytest.mark.parametrize("backend, scheduler, pool, n_paths, where", [
+    ("loky", None, False, 2, "here"), ("dask", None, False, 2, "here"),
+    ("dask", "tcp://127.0.0.1:1", False, 2, "workers"),
+    ("dask", "tcp://127.0.0.1:1", False, 1, "here"),
+    ("dask", "tcp://127.0.0.1:1", True, 2, "here")])
+def test_precompile_runs_where_the_trials_run(synthetic, monkeypatch, backend, scheduler, pool,
+                                              n_paths, where):
+    """loky's and a local Dask cluster's workers share this machine's cache, and one trial
+    or --pool runs here; a scheduler's workers may be elsewhere, so they compile for
+    themselves."""
+    asked = {"here": [], "workers": []}
+    monkeypatch.setattr(cmtm, "precompile",
+                        lambda jobs=None, units=None: asked["here"].append(units))
+    monkeypatch.setattr(batch, "precompile_on_workers",
+                        lambda address, units: asked["workers"].append((address, units)))
+    settings = SimpleNamespace(backend=backend, scheduler=scheduler, pool=pool)
+    paths = [synthetic.optimized / "result.json"] * n_paths
+    precompile_trials(paths, settings, None)
+    units = result_units([synthetic.optimized])
+    assert asked == {"here": [units] if where == "here" else [],
+                     "workers": [(scheduler, units)] if where == "workers" else []}
+
+
+@pytest.mark.dask
+@pytest.mark.parametrize("caches", ["shared", "one per worker"])
+def test_workers_precompile_once_per_cache(monkeypatch, caches):
+    """Two in-process workers: one cache (this process's) is filled by one of them, a cache
+    each (a stand-in for workers on two machines) by both; the precompile runs as a task on
+    the worker(s) named, which execute it."""
+    distributed = pytest.importorskip("dask.distributed")
+    if caches == "one per worker":
+        monkeypatch.setattr(batch, "kernel_cache", lambda dask_worker: dask_worker.address)
+    with distributed.LocalCluster(n_workers=2, processes=False,
+                                  dashboard_address=None) as cluster:
+        ran = batch.precompile_on_workers(cluster.scheduler_address, ["link poses"])
+        executed = {worker.address: worker.state.executed_count
+                    for worker in cluster.workers.values()}
+    assert len(executed) == 2 and set(ran) <= set(executed)
+    assert len(ran) == (1 if caches == "shared" else 2)
+    assert {address for address, count in executed.items() if count} == set(ran)
 
 
 def test_result_json_weights_recovered_by_inverse_kkt_to_1e_9(synthetic, tmp_path):
