@@ -146,13 +146,13 @@ def link_world_jets(model, tw, c, i, q, v_parent):
 
 
 @jit_inline
-def world_state(model, tw, c, q, root_nu):
+def world_state(model, tw, c, q):
     """World jets of every link (:func:`link_world_jets`, parents first, the base moving
-    with root_nu: at rest, accelerating at -g, §3.3), then composite inertias I~^C and
+    with tw.root: at rest, accelerating at -g, §3.3), then composite inertias I~^C and
     subtree momenta h~_J summed over the subtrees (children first)."""
     parent = model.parent
     for i in range(parent.shape[0]):
-        link_world_jets(model, tw, c, i, q, root_nu if parent[i] < 0 else tw.v_w[c, parent[i]])
+        link_world_jets(model, tw, c, i, q, tw.root if parent[i] < 0 else tw.v_w[c, parent[i]])
     for child in range(parent.shape[0] - 1, -1, -1):
         if parent[child] >= 0:
             add_blocks(tw.Ic[c, child], tw.Ic[c, parent[child]])
@@ -160,11 +160,12 @@ def world_state(model, tw, c, q, root_nu):
 
 
 @jit_inline
-def link_jets(tw, chunk, i, root_nu):
+def link_jets(tw, chunk, i, v_parent):
     """The jets of link i (L coefficients, L-1 for gamma): e_i = [s_i x^*] h~_J_i,
-    b_i = I~^C_i s_i, gamma_i = (d/dt I~^C_i) s_i, a_i = [s_i x] v~_{p(i)} (root_nu for a
-    root) and y0_i = e_i - I~^C_i a_i, into tw.e, b, gamma, a, y0."""
-    s, Ic, v_parent = tw.s[chunk, i], tw.Ic[chunk, i], root_nu
+    b_i = I~^C_i s_i, gamma_i = (d/dt I~^C_i) s_i, a_i = [s_i x] v~_{p(i)} (v_parent: the
+    parent's twist jets, tw.root for a root) and y0_i = e_i - I~^C_i a_i, into tw.e, b,
+    gamma, a, y0."""
+    s, Ic = tw.s[chunk, i], tw.Ic[chunk, i]
     e, b, a, y0, gamma, dIc = tw.e[chunk], tw.b[chunk], tw.a[chunk], tw.y0[chunk], \
         tw.gamma[chunk], tw.dIc[chunk]
     zero_stack(e)
@@ -184,7 +185,7 @@ def link_jets(tw, chunk, i, root_nu):
 
 
 @jit_inline
-def per_link_jets(model, tw, chunk, root_nu):
+def per_link_jets(model, tw, chunk):
     """Stacked per-link and per-joint jets of the pair formulas (L-1 coefficients).
 
     With e_i = [s_i x^*] h~_J_i, b_i = I~^C_i s_i, gamma_i = (d/dt I~^C_i) s_i and
@@ -199,7 +200,7 @@ def per_link_jets(model, tw, chunk, root_nu):
     row_i, col_j, desc_j = tw.row_i[chunk], tw.col_j[chunk], tw.desc_j[chunk]
     for i in range(model.parent.shape[0]):
         parent = model.parent[i]
-        link_jets(tw, chunk, i, root_nu if parent < 0 else tw.v_w[chunk, parent])
+        link_jets(tw, chunk, i, tw.root if parent < 0 else tw.v_w[chunk, parent])
         s = tw.s[chunk, i]
         for m in range(gamma.shape[0]):
             for c in range(6):
@@ -273,8 +274,8 @@ def torque_jacobian_kernel(model, tw, chunk, first, last, qhat, out):
     row_i, col_j, desc_j, s, T = tw.row_i[chunk], tw.col_j[chunk], tw.desc_j[chunk], \
         tw.s[chunk], tw.T[chunk]
     for smp in range(first, last):
-        world_state(model, tw, chunk, qhat[smp], tw.root)
-        per_link_jets(model, tw, chunk, tw.root)
+        world_state(model, tw, chunk, qhat[smp])
+        per_link_jets(model, tw, chunk)
         blocks = out[smp]
         for i in range(model.parent.shape[0]):
             for t in range(model.support_start[i], model.support_start[i + 1]):
