@@ -168,13 +168,9 @@ def test_small_calls_stay_on_the_calling_thread(panda, chunk_counts):
     """Two samples of the Panda's torque Jacobian are microseconds of work: after the first
     call has measured the cost, no chunk goes to the thread pool."""
     q = random_stack(panda, 3, n_samples=2, seed=24)
-    before = numba.get_num_threads()
-    try:
-        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
-        for _ in range(3):
-            cmtm.jacobian(panda, q, "joint_torque", order=0)
-    finally:
-        numba.set_num_threads(before)
+    results_on_threads((numba.config.NUMBA_NUM_THREADS,),
+                       lambda: [cmtm.jacobian(panda, q, "joint_torque", order=0)
+                                for _ in range(3)])
     assert chunk_counts[1:] == [1, 1]
 
 
@@ -192,15 +188,12 @@ def test_the_cost_estimate_is_the_calling_threads_kernel_time(monkeypatch, chunk
         if threading.current_thread() is not calling_thread:
             time.sleep(0.02)
         out[first:last] = 1.0
-    model = kt.compile_tree(kt.serial_chain(2))
-    before = numba.get_num_threads()
-    try:
-        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
-        out = np.zeros(100)
-        monkeypatch.setattr(api, "MIN_CHUNK_SECONDS", 1e-12)           # split this call
+    model, out, default = kt.compile_tree(kt.serial_chain(2)), np.zeros(100), \
+        api.MIN_CHUNK_SECONDS
+
+    def call(min_chunk_seconds):
+        monkeypatch.setattr(api, "MIN_CHUNK_SECONDS", min_chunk_seconds)
         api.run_on_threads(model, kernel, "stand-in", (), lambda *_: None, 100, out)
-        monkeypatch.setattr(api, "MIN_CHUNK_SECONDS", 1e-4)
-        api.run_on_threads(model, kernel, "stand-in", (), lambda *_: None, 100, out)
-    finally:
-        numba.set_num_threads(before)
+    results_on_threads((numba.config.NUMBA_NUM_THREADS,),
+                       lambda: (call(1e-12), call(default)))  # split, then by the estimate
     assert chunk_counts == [2, 1] and (out == 1.0).all()
