@@ -32,6 +32,17 @@ the blocks are dot products of 6-vectors (the L = 2 pair formulas of
 with y'_j = s'_j x^* h_j + s_j x^* F_j + I^C'_j s'_j + I^C_j s''_j and
 b'_j = gamma_j + I^C_j s'_j. Pairs on different branches are zero.
 
+Inertias and their rates are kept in the ten numbers of a rigid body's inertia rather than
+as 6x6 matrices: I = [[I_O, [mc x]], [[mc x]^T, m E]] about the world origin (mass m, first
+moment mc, rotational inertia I_O), and its rate, which has the same form with m' = 0
+(``inertia_rate_add``); sums over subtrees and products with 6-vectors (``inertia_add``)
+keep that form, as in ``cmtm.torque_jacobian``'s jets. Measured against the 6x6 matrices
+before (one thread, through ``cmtm.jacobian``, 200 samples (40 for the 32-link chain),
+alternating runs in separate processes, medians of six): order 0 2-link chain 1.22 ->
+1.01 us per sample, Panda 3.9 -> 3.1, 32-link chain 27.1 -> 23.1; order 1 2-link chain
+2.82 -> 2.46, Panda 13.5 -> 12.6, 32-link chain 161 -> 166 (where the pairs dominate);
+order 2 4.5 -> 3.5, 22.2 -> 18.4, 272 -> 261; results agree to ~1e-16 relative.
+
 =========================  ================  ==========  =================================
 symbol                     code              shape       meaning (world frame, raw)
 =========================  ================  ==========  =================================
@@ -39,7 +50,9 @@ R_i, p_i (link in parent)  ``R, p``          (3,3), (3)  link_pose_in_parent, on
 R_i, p_i (link in world)   ``w_R, w_p``      (n,3,3)...  pose of link i in the base
 s, s', s''                 ``w_s``           (n, 3, 6)   joint screw and its derivatives
 v, alpha                   ``w_v, w_alpha``  (n, 6)      twist, spatial acceleration
-I^C, I^C'                  ``w_Ic, w_dIc``   (n, 6, 6)   composite inertia and its rate
+I^C: m, mc, I_O            ``w_m, w_mc,``    (n, 1),     composite inertia
+                           ``w_IO``          (n, 3)...
+I^C': mc', I_O'            ``w_dmc, w_dIO``  (n, 3)...   its rate (m' = 0)
 h, F                       ``w_h, w_F``      (n, 6)      subtree momentum, joint force
 c, b                       ``row``           (2, 6, n)   per output joint i
 y', b' + y, b              ``descendant``    (3, 6, n)   per descendant input joint j
@@ -49,10 +62,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cmtm._jit import jit, jit_inline, jit_kernel
+from cmtm._jit import jit, jit_inline, jit_kernel, jit_leaf
 from cmtm.rnea import (base_motion, composite_inertia_to_parent_add, link_pose_in_parent,
                        world_pose)
-from cmtm.spatial import JOINT_REVOLUTE, force_cross_add, matvec6, motion_cross_add
+from cmtm.spatial import JOINT_REVOLUTE, force_cross_add, motion_cross_add
 
 
 class TorqueDerivativesWorkspace(NamedTuple):
@@ -66,13 +79,13 @@ class TorqueDerivativesWorkspace(NamedTuple):
     w_s: np.ndarray
     w_v: np.ndarray
     w_alpha: np.ndarray
-    w_Ic: np.ndarray
-    w_dIc: np.ndarray
-    w_h: np.ndarray
-    w_F: np.ndarray
     w_m: np.ndarray
     w_mc: np.ndarray
     w_IO: np.ndarray
+    w_dmc: np.ndarray
+    w_dIO: np.ndarray
+    w_h: np.ndarray
+    w_F: np.ndarray
     w_v0: np.ndarray
     w_a0: np.ndarray
     first_moment: np.ndarray
@@ -96,8 +109,8 @@ def torque_derivatives_workspace(kernel_model, n_chunks):
     return TorqueDerivativesWorkspace(
         E=work(3, 3), R=work(3, 3), p=work(3), w_R=work(n, 3, 3), w_p=work(n, 3),
         w_s=work(n, 3, 6), w_v=work(n, 6), w_alpha=work(n, 6),
-        w_Ic=work(n, 6, 6), w_dIc=work(n, 6, 6), w_h=work(n, 6), w_F=work(n, 6),
-        w_m=work(1), w_mc=work(3), w_IO=work(3, 3), w_v0=work(6), w_a0=work(6),
+        w_m=work(n, 1), w_mc=work(n, 3), w_IO=work(n, 3, 3), w_dmc=work(n, 3),
+        w_dIO=work(n, 3, 3), w_h=work(n, 6), w_F=work(n, 6), w_v0=work(6), w_a0=work(6),
         first_moment=np.array(kernel_model.first_moment),
         rotational_inertia=np.array(kernel_model.rotational_inertia),
         identity=np.eye(3), origin=np.zeros(3), w_pair=work(5, 6), row=work(2, 6, n),
@@ -173,69 +186,73 @@ def world_screw(joint_type, axis, w_R, w_p, s):
         s[3], s[4], s[5] = u0, u1, u2
 
 
-@jit
-def world_inertia(mass, first_moment, rotational_inertia, w_R, w_p, m, mc, I_O, out):
-    """Spatial inertia of a link about the world origin in world axes, A^{-T} I A^{-1}
-    (§2.3): its first moment mc and rotational inertia I_O moved to the base by
-    ``composite_inertia_to_parent_add`` (m, mc, I_O: work arrays (1,), (3,), (3, 3)), then
-    out = [[I_O, [mc x]], [[mc x]^T, m E]]."""
-    m[0] = 0.0
-    for r in range(3):
-        mc[r] = 0.0
-        for col in range(3):
-            I_O[r, col] = 0.0
-    composite_inertia_to_parent_add(w_R, w_p, mass, first_moment, rotational_inertia, m, mc,
-                                    I_O)
-    for r in range(3):
-        for col in range(3):
-            out[r, col] = I_O[r, col]
-            out[3 + r, 3 + col] = mass if r == col else 0.0
-    out[0, 3], out[0, 4], out[0, 5] = 0.0, -mc[2], mc[1]
-    out[1, 3], out[1, 4], out[1, 5] = mc[2], 0.0, -mc[0]
-    out[2, 3], out[2, 4], out[2, 5] = -mc[1], mc[0], 0.0
-    for r in range(3):
-        for col in range(3):
-            out[3 + r, col] = out[col, 3 + r]
+@jit_leaf
+def inertia_add(m, mc, I_O, x, scale, out):
+    """out += scale I x for the spatial inertia I = [[I_O, [mc x]], [[mc x]^T, m E]] (§2.3)
+    given by its mass m, first moment mc and rotational inertia I_O: [I_O w + mc x u;
+    m u - mc x w] for x = [w; u]. The accumulating form of ``cmtm.rnea.inertia_times``,
+    which the order-0 RNEA keeps: written as zeroing then this, inverse_dynamics was 3-5 %
+    slower (Panda, 1000 samples, and a 128-link chain; ten alternating runs, identical
+    bits)."""
+    w0, w1, w2, u0, u1, u2 = x[0], x[1], x[2], x[3], x[4], x[5]
+    out[0] += scale * (I_O[0, 0] * w0 + I_O[0, 1] * w1 + I_O[0, 2] * w2
+                       + (mc[1] * u2 - mc[2] * u1))
+    out[1] += scale * (I_O[1, 0] * w0 + I_O[1, 1] * w1 + I_O[1, 2] * w2
+                       + (mc[2] * u0 - mc[0] * u2))
+    out[2] += scale * (I_O[2, 0] * w0 + I_O[2, 1] * w1 + I_O[2, 2] * w2
+                       + (mc[0] * u1 - mc[1] * u0))
+    out[3] += scale * (m * u0 - (mc[1] * w2 - mc[2] * w1))
+    out[4] += scale * (m * u1 - (mc[2] * w0 - mc[0] * w2))
+    out[5] += scale * (m * u2 - (mc[0] * w1 - mc[1] * w0))
 
 
 @jit
-def inertia_rate_add(v, I, out):
-    """out += d/dt I = v x^* I - I v x for a spatial inertia I moving with twist v
-    (cmtm_math.md §5). Since I is symmetric and v x^* = -(v x)^T, this is G + G^T with
-    row r of G the force cross product v x^* I[r]."""
-    for r in range(6):
-        w0, w1, w2, u0, u1, u2 = v[0], v[1], v[2], v[3], v[4], v[5]
-        f = I[r]
-        g0 = w1 * f[2] - w2 * f[1] + u1 * f[5] - u2 * f[4]
-        g1 = w2 * f[0] - w0 * f[2] + u2 * f[3] - u0 * f[5]
-        g2 = w0 * f[1] - w1 * f[0] + u0 * f[4] - u1 * f[3]
-        g3 = w1 * f[5] - w2 * f[4]
-        g4 = w2 * f[3] - w0 * f[5]
-        g5 = w0 * f[4] - w1 * f[3]
-        out[r, 0] += g0
-        out[r, 1] += g1
-        out[r, 2] += g2
-        out[r, 3] += g3
-        out[r, 4] += g4
-        out[r, 5] += g5
-        out[0, r] += g0
-        out[1, r] += g1
-        out[2, r] += g2
-        out[3, r] += g3
-        out[4, r] += g4
-        out[5, r] += g5
+def inertia_conv(m, mc, I_O, x, scale, out):
+    """out[n] += scale sum_{p<=n} I_p x_{n-p} for n < len(out): the jet product (Taylor
+    coefficients) of an inertia jet I_p = (m if p = 0 else 0, mc[p], I_O[p]) (the mass is
+    constant) and a motion jet x, by :func:`inertia_add` (``cmtm.taylor.conv_block_vec`` on
+    the ten numbers of an inertia instead of its 6x6 matrix)."""
+    for n in range(out.shape[0]):
+        for p in range(n + 1):
+            inertia_add(m if p == 0 else 0.0, mc[p], I_O[p], x[n - p], scale, out[n])
+
+
+@jit_leaf
+def inertia_rate_add(v, m, mc, I_O, dmc, dI_O):
+    """(dmc, dI_O) += the rate I' = v x^* I - I v x of the spatial inertia (m, mc, I_O) of
+    :func:`inertia_add` moving with twist v = [w; u] (cmtm_math.md §5), which has the same
+    form: m' = 0 and, block by block of the 6x6 product,
+
+        mc'  = w x mc + m u
+        I_O' = [w x] I_O - I_O [w x] - (mc u^T + u mc^T) + 2 (u . mc) E
+
+    where [w x] I_O - I_O [w x] = G + G^T with G = [w x] I_O (I_O symmetric)."""
+    w0, w1, w2, u0, u1, u2 = v[0], v[1], v[2], v[3], v[4], v[5]
+    dmc[0] += w1 * mc[2] - w2 * mc[1] + m * u0
+    dmc[1] += w2 * mc[0] - w0 * mc[2] + m * u1
+    dmc[2] += w0 * mc[1] - w1 * mc[0] + m * u2
+    twice_uc = 2.0 * (u0 * mc[0] + u1 * mc[1] + u2 * mc[2])
+    for r in range(3):
+        r1, r2 = (r + 1) % 3, (r + 2) % 3
+        for k in range(3):
+            k1, k2 = (k + 1) % 3, (k + 2) % 3
+            g_rk = v[r1] * I_O[r2, k] - v[r2] * I_O[r1, k]      # ([w x] I_O)[r, k]
+            g_kr = v[k1] * I_O[k2, r] - v[k2] * I_O[k1, r]
+            dI_O[r, k] += g_rk + g_kr - (mc[r] * v[3 + k] + v[3 + r] * mc[k]) \
+                + (twice_uc if r == k else 0.0)
 
 
 @jit_inline
 def forward_pass(model, ws, c, q, qd, qdd):
     """Poses, screws and their rates, twists, accelerations, and per link the world inertia
-    I_i (into w_Ic), its rate (into w_dIc), the momentum I_i v_i (w_h) and the force
-    f_i (w_F): the first loop of the module docstring."""
+    I_i (into w_m, w_mc, w_IO), its rate (w_dmc, w_dIO), the momentum I_i v_i (w_h) and
+    the force f_i (w_F): the first loop of the module docstring."""
     for i in range(model.parent.shape[0]):
         par = model.parent[i]
         w_R, w_p = ws.w_R[c, i], ws.w_p[c, i]
         s, ds, dds = ws.w_s[c, i, 0], ws.w_s[c, i, 1], ws.w_s[c, i, 2]
-        v, alpha, I, dI = ws.w_v[c, i], ws.w_alpha[c, i], ws.w_Ic[c, i], ws.w_dIc[c, i]
+        v, alpha = ws.w_v[c, i], ws.w_alpha[c, i]
+        m, mc, I_O = ws.w_m[c, i], ws.w_mc[c, i], ws.w_IO[c, i]
         link_world_pose(model, i, q[i], ws.E[c], ws.R[c], ws.p[c], ws.identity, ws.origin,
                         ws.w_R[c], ws.w_p[c], s)
         if par < 0:
@@ -254,16 +271,21 @@ def forward_pass(model, ws, c, q, qd, qdd):
         for r in range(6):
             alpha[r] += ds[r] * qd[i] + s[r] * qdd[i]   # alpha = alpha_p + s' q' + s q''
             v[r] += s[r] * qd[i]                        # v = v_p + s q'
-        world_inertia(model.mass[i], ws.first_moment[i], ws.rotational_inertia[i], w_R, w_p,
-                      ws.w_m[c], ws.w_mc[c], ws.w_IO[c], I)
-        dI[:, :] = 0.0
-        inertia_rate_add(v, I, dI)                      # I' = v x^* I - I v x
+        m[0] = 0.0
+        mc[:] = 0.0
+        I_O[:, :] = 0.0
+        composite_inertia_to_parent_add(w_R, w_p, model.mass[i], ws.first_moment[i],
+                                        ws.rotational_inertia[i], m, mc, I_O)  # A^{-T} I A^{-1}
+        dmc, dI_O = ws.w_dmc[c, i], ws.w_dIO[c, i]
+        dmc[:] = 0.0
+        dI_O[:, :] = 0.0
+        inertia_rate_add(v, m[0], mc, I_O, dmc, dI_O)   # I' = v x^* I - I v x
         h, f = ws.w_h[c, i], ws.w_F[c, i]
         for r in range(6):
             h[r] = 0.0
             f[r] = 0.0
-        matvec6(I, v, h)                                # h = I v
-        matvec6(I, alpha, f)                            # f = I alpha + v x^* h
+        inertia_add(m[0], mc, I_O, v, 1.0, h)           # h = I v
+        inertia_add(m[0], mc, I_O, alpha, 1.0, f)       # f = I alpha + v x^* h
         force_cross_add(v, h, 1.0, f)
 
 
@@ -271,14 +293,19 @@ def forward_pass(model, ws, c, q, qd, qdd):
 def subtree_sums(model, ws, c):
     """Composite inertia, its rate, subtree momentum and joint force: each link's own,
     summed over its subtree (children have larger indices)."""
-    Ic, dIc, h, F = ws.w_Ic[c], ws.w_dIc[c], ws.w_h[c], ws.w_F[c]
+    m, mc, I_O, dmc, dI_O = ws.w_m[c], ws.w_mc[c], ws.w_IO[c], ws.w_dmc[c], ws.w_dIO[c]
+    h, F = ws.w_h[c], ws.w_F[c]
     for i in range(model.parent.shape[0] - 1, -1, -1):
         par = model.parent[i]
         if par >= 0:
+            m[par, 0] += m[i, 0]
+            for r in range(3):
+                mc[par, r] += mc[i, r]
+                dmc[par, r] += dmc[i, r]
+                for k in range(3):
+                    I_O[par, r, k] += I_O[i, r, k]
+                    dI_O[par, r, k] += dI_O[i, r, k]
             for r in range(6):
-                for k in range(6):
-                    Ic[par, r, k] += Ic[i, r, k]
-                    dIc[par, r, k] += dIc[i, r, k]
                 h[par, r] += h[i, r]
                 F[par, r] += F[i, r]
 
@@ -293,23 +320,25 @@ def pair_factors(model, ws, c):
         ws.w_pair[c, 3], ws.w_pair[c, 4]
     for i in range(model.parent.shape[0]):
         s, ds, dds = ws.w_s[c, i, 0], ws.w_s[c, i, 1], ws.w_s[c, i, 2]
-        Ic, dIc, h, F = ws.w_Ic[c, i], ws.w_dIc[c, i], ws.w_h[c, i], ws.w_F[c, i]
+        m, mc, I_O, dmc, dI_O = ws.w_m[c, i, 0], ws.w_mc[c, i], ws.w_IO[c, i], \
+            ws.w_dmc[c, i], ws.w_dIO[c, i]
+        h, F = ws.w_h[c, i], ws.w_F[c, i]
         for k in range(6):
             b[k] = 0.0
             gamma[k] = 0.0
             e[k] = 0.0
             dy[k] = 0.0
-        matvec6(Ic, s, b)                               # b = I^C s
-        matvec6(dIc, s, gamma)                          # gamma = I^C' s
+        inertia_add(m, mc, I_O, s, 1.0, b)              # b = I^C s
+        inertia_add(0.0, dmc, dI_O, s, 1.0, gamma)      # gamma = I^C' s
         force_cross_add(s, h, 1.0, e)                   # e = s x^* h
         for k in range(6):
             db_y[k] = gamma[k] + e[k]                   # b' + y = gamma + I^C s'
-        matvec6(Ic, ds, db_y)                           #          + e + I^C s'
-        matvec6(Ic, ds, db_y)
+        inertia_add(m, mc, I_O, ds, 1.0, db_y)          #          + e + I^C s'
+        inertia_add(m, mc, I_O, ds, 1.0, db_y)
         force_cross_add(s, F, 1.0, dy)                  # y' = s x^* F + s' x^* h
         force_cross_add(ds, h, 1.0, dy)                 #      + I^C' s' + I^C s''
-        matvec6(dIc, ds, dy)
-        matvec6(Ic, dds, dy)
+        inertia_add(0.0, dmc, dI_O, ds, 1.0, dy)
+        inertia_add(m, mc, I_O, dds, 1.0, dy)
         for k in range(6):
             row[0, k, i] = gamma[k] - e[k]
             row[1, k, i] = b[k]

@@ -34,7 +34,9 @@ symbol             code          shape         meaning (all world frame, Taylor-
 s_i                ``s``         (n, L, 6)     joint screws
 v~_i               ``v_w``       (n, L, 6)     link twists (with the fictitious base motion)
 h~_J_i             ``hJ_w``      (n, L, 6)     subtree momenta
-I~^C_i             ``Ic``        (n, L, 6, 6)  composite (subtree) spatial inertias
+I~^C_i             ``Ic_m``,     (n, 1),       composite (subtree) spatial inertias:
+                   ``Ic_mc``,    (n, L, 3),    mass, first moment, rotational inertia
+                   ``Ic_IO``     (n, L, 3, 3)  (``cmtm.rnea_derivatives.inertia_add``)
 e_i                (row_i)                     [s_i x^*] h~_J_i
 b_i, gamma_i       (row_i)                     I~^C_i s_i, (d/dt I~^C_i) s_i
 a_j                (col_j)                     [s_j x] v~_{p(j)}
@@ -49,9 +51,10 @@ import numpy as np
 
 from cmtm._jit import jit, jit_inline, jit_kernel
 from cmtm.kinematics import base_velocity_stacks
-from cmtm.rnea_derivatives import (inertia_rate_add, link_world_pose, screw_twist_jets,
-                                   world_inertia)
-from cmtm.taylor import (add_blocks, add_stack, conv_block_vec, copy_stack, force_cross_conv,
+from cmtm.rnea import composite_inertia_to_parent_add
+from cmtm.rnea_derivatives import (inertia_conv, inertia_rate_add, link_world_pose,
+                                   screw_twist_jets)
+from cmtm.taylor import (add_blocks, add_stack, copy_stack, force_cross_conv,
                          motion_cross_conv, raw_block_coefficients, write_raw_blocks,
                          zero_stack)
 
@@ -68,25 +71,25 @@ class TorqueWorkspace(NamedTuple):
     identity: np.ndarray            # (3, 3) pose of the base
     origin: np.ndarray              # (3,)
     first_moment: np.ndarray        # (n, 3) writable copies of the KernelModel's (as in
-    rotational_inertia: np.ndarray  # (n, 3, 3) cmtm.rnea_derivatives: one world_inertia)
+    rotational_inertia: np.ndarray  # (n, 3, 3) cmtm.rnea_derivatives)
     E: np.ndarray         # (3, 3) joint rotation
     R: np.ndarray         # (3, 3) link pose in its parent
     p: np.ndarray         # (3,)
     w_R: np.ndarray       # (n, 3, 3) link poses in the base
     w_p: np.ndarray       # (n, 3)
-    w_m: np.ndarray       # (1,) scratch of world_inertia
-    w_mc: np.ndarray      # (3,)
-    w_IO: np.ndarray      # (3, 3)
     s: np.ndarray         # (n, L, 6)
     v_w: np.ndarray       # (n, L, 6)
     hJ_w: np.ndarray      # (n, L, 6)
-    Ic: np.ndarray        # (n, L, 6, 6)
+    Ic_m: np.ndarray      # (n, 1) composite inertia jets: mass (constant),
+    Ic_mc: np.ndarray     # (n, L, 3) first moment,
+    Ic_IO: np.ndarray     # (n, L, 3, 3) rotational inertia about the world origin
     e: np.ndarray         # (L, 6) the jets of per_link_jets
     b: np.ndarray         # (L, 6)
     a: np.ndarray         # (L, 6)
     y0: np.ndarray        # (L, 6)
     gamma: np.ndarray     # (L-1, 6)
-    dIc: np.ndarray       # (L-1, 6, 6) d/dt I~^C_i
+    dIc_mc: np.ndarray    # (L-1, 3) d/dt I~^C_i (its mass: 0)
+    dIc_IO: np.ndarray    # (L-1, 3, 3)
     row_i: np.ndarray     # (n, L-1, 36)
     col_j: np.ndarray     # (n, L-1, 36)
     desc_j: np.ndarray    # (n, L-1, 18)
@@ -108,11 +111,11 @@ def torque_workspace(model, order, n_chunks):
         first_moment=np.array(model.first_moment),
         rotational_inertia=np.array(model.rotational_inertia),
         E=slots(3, 3), R=slots(3, 3), p=slots(3), w_R=slots(n, 3, 3), w_p=slots(n, 3),
-        w_m=slots(1), w_mc=slots(3), w_IO=slots(3, 3),
-        s=slots(*vector), v_w=slots(*vector), hJ_w=slots(*vector), Ic=slots(n, L, 6, 6),
+        s=slots(*vector), v_w=slots(*vector), hJ_w=slots(*vector), Ic_m=slots(n, 1),
+        Ic_mc=slots(n, L, 3), Ic_IO=slots(n, L, 3, 3),
         e=slots(*jet), b=slots(*jet), a=slots(*jet), y0=slots(*jet), gamma=slots(L - 1, 6),
-        dIc=slots(L - 1, 6, 6), row_i=slots(n, L - 1, 36), col_j=slots(n, L - 1, 36),
-        desc_j=slots(n, L - 1, 18), T=slots(3, L - 1, 1))
+        dIc_mc=slots(L - 1, 3), dIc_IO=slots(L - 1, 3, 3), row_i=slots(n, L - 1, 36),
+        col_j=slots(n, L - 1, 36), desc_j=slots(n, L - 1, 18), T=slots(3, L - 1, 1))
 
 
 @jit_inline
@@ -125,24 +128,31 @@ def link_world_jets(model, tw, c, i, q, v_parent):
         I_0 = A^{-T} I A^{-1},  I_{m+1} = 1/(m+1) sum_{a<=m} (v_a x^* I_{m-a} - I_{m-a} v_a x)
         h_m = sum_{a<=m} I_a v_{m-a}                                   (h = I v)
 
-    into tw.s, v_w, Ic and hJ_w (the link's own inertia and momentum); s and v by
-    ``screw_twist_jets``, shared with ``cmtm.velocity_derivatives``."""
-    s, v, I, h = tw.s[c, i], tw.v_w[c, i], tw.Ic[c, i], tw.hJ_w[c, i]
+    into tw.s, v_w, Ic_m, Ic_mc, Ic_IO and hJ_w (the link's own inertia, in the ten numbers
+    of ``cmtm.rnea_derivatives.inertia_add``, and momentum); s and v by
+    ``screw_twist_jets``, shared with ``cmtm.velocity_derivatives``. The mass is constant:
+    I_{m+1} has only a first moment and a rotational inertia (``inertia_rate_add``)."""
+    s, v, h = tw.s[c, i], tw.v_w[c, i], tw.hJ_w[c, i]
+    mass, mc, I_O = tw.Ic_m[c, i], tw.Ic_mc[c, i], tw.Ic_IO[c, i]
     link_world_pose(model, i, q[0, i], tw.E[c], tw.R[c], tw.p[c], tw.identity, tw.origin,
                     tw.w_R[c], tw.w_p[c], s[0])
     screw_twist_jets(v_parent, q, i, tw.rate_scale, s, v)
-    L = s.shape[0]
-    world_inertia(model.mass[i], tw.first_moment[i], tw.rotational_inertia[i], tw.w_R[c, i],
-                  tw.w_p[c, i], tw.w_m[c], tw.w_mc[c], tw.w_IO[c], I[0])
-    for m in range(L - 1):
-        I[m + 1, :, :] = 0.0
+    mass[0] = 0.0
+    mc[:, :] = 0.0
+    I_O[:, :, :] = 0.0
+    composite_inertia_to_parent_add(tw.w_R[c, i], tw.w_p[c, i], model.mass[i],
+                                    tw.first_moment[i], tw.rotational_inertia[i], mass,
+                                    mc[0], I_O[0])                      # I_0 = A^{-T} I A^{-1}
+    for m in range(s.shape[0] - 1):
         for a in range(m + 1):
-            inertia_rate_add(v[a], I[m - a], I[m + 1])
-        for r in range(6):
-            for col in range(6):
-                I[m + 1, r, col] /= m + 1
+            inertia_rate_add(v[a], mass[0] if a == m else 0.0, mc[m - a], I_O[m - a],
+                             mc[m + 1], I_O[m + 1])
+        for r in range(3):
+            mc[m + 1, r] /= m + 1
+            for col in range(3):
+                I_O[m + 1, r, col] /= m + 1
     zero_stack(h)
-    conv_block_vec(I, v, h, 1.0)
+    inertia_conv(mass[0], mc, I_O, v, 1.0, h)
 
 
 @jit_inline
@@ -154,9 +164,12 @@ def world_state(model, tw, c, q):
     for i in range(parent.shape[0]):
         link_world_jets(model, tw, c, i, q, tw.root if parent[i] < 0 else tw.v_w[c, parent[i]])
     for child in range(parent.shape[0] - 1, -1, -1):
-        if parent[child] >= 0:
-            add_blocks(tw.Ic[c, child], tw.Ic[c, parent[child]])
-            add_stack(tw.hJ_w[c, child], tw.hJ_w[c, parent[child]])
+        par = parent[child]
+        if par >= 0:
+            tw.Ic_m[c, par, 0] += tw.Ic_m[c, child, 0]
+            add_stack(tw.Ic_mc[c, child], tw.Ic_mc[c, par])
+            add_blocks(tw.Ic_IO[c, child], tw.Ic_IO[c, par])
+            add_stack(tw.hJ_w[c, child], tw.hJ_w[c, par])
 
 
 @jit_inline
@@ -165,23 +178,25 @@ def link_jets(tw, chunk, i, v_parent):
     b_i = I~^C_i s_i, gamma_i = (d/dt I~^C_i) s_i, a_i = [s_i x] v~_{p(i)} (v_parent: the
     parent's twist jets, tw.root for a root) and y0_i = e_i - I~^C_i a_i, into tw.e, b,
     gamma, a, y0."""
-    s, Ic = tw.s[chunk, i], tw.Ic[chunk, i]
-    e, b, a, y0, gamma, dIc = tw.e[chunk], tw.b[chunk], tw.a[chunk], tw.y0[chunk], \
-        tw.gamma[chunk], tw.dIc[chunk]
+    s, mass, mc, I_O = tw.s[chunk, i], tw.Ic_m[chunk, i, 0], tw.Ic_mc[chunk, i], \
+        tw.Ic_IO[chunk, i]
+    e, b, a, y0, gamma, dmc, dI_O = tw.e[chunk], tw.b[chunk], tw.a[chunk], tw.y0[chunk], \
+        tw.gamma[chunk], tw.dIc_mc[chunk], tw.dIc_IO[chunk]
     zero_stack(e)
     force_cross_conv(s, tw.hJ_w[chunk, i], e, 1.0)
     zero_stack(b)
-    conv_block_vec(Ic, s, b, 1.0)
-    for m in range(dIc.shape[0]):
-        for r in range(6):
-            for c in range(6):
-                dIc[m, r, c] = (m + 1) * Ic[m + 1, r, c]
+    inertia_conv(mass, mc, I_O, s, 1.0, b)
+    for m in range(dmc.shape[0]):
+        for r in range(3):
+            dmc[m, r] = (m + 1) * mc[m + 1, r]
+            for c in range(3):
+                dI_O[m, r, c] = (m + 1) * I_O[m + 1, r, c]
     zero_stack(gamma)
-    conv_block_vec(dIc, s, gamma, 1.0)
+    inertia_conv(0.0, dmc, dI_O, s, 1.0, gamma)
     zero_stack(a)
     motion_cross_conv(s, v_parent, a)
     copy_stack(e, y0)
-    conv_block_vec(Ic, a, y0, -1.0)
+    inertia_conv(mass, mc, I_O, a, -1.0, y0)
 
 
 @jit_inline
