@@ -31,6 +31,16 @@ process, cmtm's two-thread times of large outputs were up to 8x slower than with
 (measured: the order-4 link-velocity Jacobian of a 16-link chain, 354 against 44 us per
 sample; one thread 83 against 81), while a small JAX computation alone changed nothing.
 
+The "floor us" column is what no implementation of this call can go below, per sample, on
+the same n samples (:func:`floor_seconds`): checking that the input is finite (a validating
+API must), a zero-initialised output of the same shape (``np.zeros``: the cheapest, its
+large pages zeroed lazily by the OS) and the sine and cosine of every joint angle (the one
+transcendental work of any Jacobian of revolute joints), in numpy's vectorized loops; no
+kinematics, no Jacobian entry written. "JAX/floor" is then more than any JAX/str ratio an
+implementation could reach in that cell: where it is below 10, the target of issue 11 (>=
+10x in every cell) is out of reach there. The summary counts the cells at >= 10x and lists
+those.
+
 Under the table: the exponent p of t ~ nv^p fitted by least squares on log-log over the
 serial chains with 16 <= nv <= 128 (structured torque and velocity Jacobians, and FD), and
 the peak memory of the 128-joint order-4 torque Jacobian over 200 samples, measured in a
@@ -209,6 +219,27 @@ class JaxRunner:
         return best / q.shape[0], compile_s, np.asarray(J), eqns
 
 
+def floor_seconds(q, output_shape, repeats):
+    """Best per-sample time of the least any validating Jacobian call of ``output_shape``
+    does on the raw stacks ``q`` (n, K, nv): check that the input is finite, allocate a
+    zero-initialised output, take the sine and cosine of every joint angle q[:, 0] (each
+    revolute joint's rotation needs them). No kinematics and no entry of the Jacobian:
+    a floor under any implementation, cmtm's included."""
+    def floor_call():
+        if not np.isfinite(q).all():
+            raise ValueError("q_stack: expected finite values")
+        np.sin(q[:, 0])
+        np.cos(q[:, 0])
+        return np.zeros(output_shape)
+    floor_call()
+    best = np.inf
+    for _ in range(max(repeats, 10)):
+        start = time.perf_counter()
+        floor_call()
+        best = min(best, time.perf_counter() - start)
+    return best / q.shape[0]
+
+
 def time_cell(name, model, quantity, order, args, rng):
     """One table row without its JAX columns: structured (all threads and one) and FD
     per-sample times of one Jacobian; ``row["q"]`` keeps the first --jax-samples stacks
@@ -220,7 +251,9 @@ def time_cell(name, model, quantity, order, args, rng):
     structured_s, n, J = adaptive_best(
         lambda q: cmtm.jacobian(model, q, quantity, order=order),
         q_all, args.samples, args.target, args.repeats)
-    row.update(structured_us=1e6 * structured_s, samples=n)
+    row.update(structured_us=1e6 * structured_s, samples=n,
+               floor_us=1e6 * floor_seconds(np.ascontiguousarray(q_all[:n]), J.shape,
+                                            args.repeats))
     with one_numba_thread():
         one_thread_s, _, _ = adaptive_best(
             lambda q: cmtm.jacobian(model, q, quantity, order=order),
@@ -299,7 +332,8 @@ def print_table(rows, args):
           f"excluded from JAX us")
     header = (f"{'model':17s} {'nv':>3s} {'k':>1s} {'quantity':13s} {'struct us':>10s} "
               f"{'1-thr us':>10s} {'FD us':>11s} {'JAX us':>10s} {'FD/str':>7s} "
-              f"{'JAX/str':>7s} {'JAX/1-thr':>9s} {'JAX comp s':>10s} {'n':>4s} "
+              f"{'JAX/str':>7s} {'JAX/1-thr':>9s} {'floor us':>8s} {'JAX/floor':>9s} "
+              f"{'JAX comp s':>10s} {'n':>4s} "
               f"{'FD err':>7s} {'JAX err':>7s}")
     print(header)
     print("-" * len(header))
@@ -307,11 +341,13 @@ def print_table(rows, args):
         fd_ratio = None if row["fd_us"] is None else row["fd_us"] / row["structured_us"]
         jax_ratio = None if row["jax_us"] is None else row["jax_us"] / row["structured_us"]
         jax_one = None if row["jax_us"] is None else row["jax_us"] / row["one_thread_us"]
+        jax_floor = None if row["jax_us"] is None else row["jax_us"] / row["floor_us"]
         jax_cell = fmt(row["jax_us"], ".1f", 10)
         line = (f"{row['model']:17s} {row['nv']:3d} {row['order']:1d} {row['quantity']:13s} "
                 f"{row['structured_us']:10.1f} {row['one_thread_us']:10.1f} "
                 f"{fmt(row['fd_us'], '.1f', 11)} {jax_cell} "
                 f"{fmt(fd_ratio, '.1f', 7)} {fmt(jax_ratio, '.1f', 7)} {fmt(jax_one, '.1f', 9)} "
+                f"{row['floor_us']:8.2f} {fmt(jax_floor, '.1f', 9)} "
                 f"{fmt(row['jax_compile_s'], '.1f', 10)} {row['samples']:4d} "
                 f"{fmt(row['fd_err'], '.0e', 7)} {fmt(row['jax_err'], '.0e', 7)}")
         if row["jax_note"]:
@@ -336,8 +372,24 @@ def print_summaries(rows, memory, jax_runner, wall_s):
               f"{memory['peak_rss_increase_bytes'] / mb:.0f} MiB; tracemalloc peak "
               f"{memory['tracemalloc_peak_bytes'] / mb:.0f} MiB")
     if jax_runner is not None:
+        print_jax_target(rows)
         print(f"JAX trace + compile time in this run: {jax_runner.spent_s:.0f} s")
     print(f"script wall time: {wall_s:.0f} s")
+
+
+def print_jax_target(rows):
+    """Issue 11's target (structured >= 10x faster than JAX in every cell where JAX ran):
+    how many cells meet it, on all threads and on one, and the cells where not even the
+    floor (:func:`floor_seconds`) is 10x faster than JAX."""
+    timed = [row for row in rows if row["jax_us"] is not None]
+    met = sum(row["jax_us"] >= 10 * row["structured_us"] for row in timed)
+    met_one = sum(row["jax_us"] >= 10 * row["one_thread_us"] for row in timed)
+    beyond = [f"{row['model']} k={row['order']} {row['quantity']} "
+              f"({row['jax_us'] / row['floor_us']:.1f}x)"
+              for row in timed if row["jax_us"] < 10 * row["floor_us"]]
+    print(f"JAX/str >= 10 (issue 11): {met} of {len(timed)} cells ({met_one} with cmtm on one "
+          f"thread); JAX/floor < 10, out of reach of any validating implementation: "
+          f"{len(beyond)} cells{': ' + ', '.join(beyond) if beyond else ''}")
 
 
 def parse_args():
