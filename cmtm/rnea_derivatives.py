@@ -334,9 +334,8 @@ def pair_factors(model, ws, c):
         inertia_add(0.0, dmc, dI_O, s, 1.0, gamma)      # gamma = I^C' s
         force_cross_add(s, h, 1.0, e)                   # e = s x^* h
         for k in range(6):
-            db_y[k] = gamma[k] + e[k]                   # b' + y = gamma + I^C s'
-        inertia_add(m, mc, I_O, ds, 1.0, db_y)          #          + e + I^C s'
-        inertia_add(m, mc, I_O, ds, 1.0, db_y)
+            db_y[k] = gamma[k] + e[k]                   # b' + y = gamma + e
+        inertia_add(m, mc, I_O, ds, 2.0, db_y)          #          + 2 I^C s'
         force_cross_add(s, F, 1.0, dy)                  # y' = s x^* F + s' x^* h
         force_cross_add(ds, h, 1.0, dy)                 #      + I^C' s' + I^C s''
         inertia_add(0.0, dmc, dI_O, ds, 1.0, dy)
