@@ -469,7 +469,7 @@ link-velocity Jacobian: 327 us on one, 214 us on two)."""
 
 _KERNEL_CALLS = {}
 """(id(kernel model), kind, sizes) -> (kernel model, seconds per sample, entry): the cost
-per sample of each kernel, measured on its own calls, and what to call it by
+per sample of each kernel, the least measured on its own calls, and what to call it by
 (:func:`compiled_entry`); emptied at _KERNEL_CALLS_KEPT keys."""
 _KERNEL_CALLS_KEPT = 256
 
@@ -550,11 +550,16 @@ def run_on_threads(model, kernel, kind, sizes, allocate, n_samples, *arrays):
     ``kind``, the chunk and ``sizes``, what else the workspace's shapes depend on), the
     chunks on threads (:func:`run_chunks`), at most :func:`thread_slots` of them and as
     many as hold MIN_CHUNK_SECONDS of work each (:func:`chunk_count`), the calling
-    thread's chunk HANDOFF_SECONDS of work longer. The cost per sample is the one measured
-    on the previous call of this kernel, model and sizes, by the calling thread's chunk
+    thread's chunk HANDOFF_SECONDS of work longer. The cost per sample is the least measured
+    on the earlier calls of this kernel, model and sizes, by the calling thread's chunk
     (:func:`run_chunks`); on the first, sample 0 runs alone, through Numba's dispatcher,
     and is timed, and later calls go straight to the machine code it ran
-    (:func:`compiled_entry`).
+    (:func:`compiled_entry`). The least, not the last: a call's measurement is only ever
+    too long (the thread descheduled, or waiting for the GIL while the pool's thread
+    unboxes its chunk's arguments), and one inflated estimate split the next tiny call,
+    whose calling-thread chunk then waited for the GIL again and kept the estimate high
+    (seen: two 2-sample torque Jacobians of the Panda in a row split in two, in a test
+    run on a busy host).
 
     The cost is the calling thread's kernel time, not the call's wall time: the wall time
     of a split call counts handing the chunks over and waiting for them, which inflated
@@ -580,8 +585,9 @@ def run_on_threads(model, kernel, kind, sizes, allocate, n_samples, *arrays):
         works = [chunk_workspace(kmodel, kind, sizes, allocate, c) for c in range(n_chunks)]
         lead = min(int(HANDOFF_SECONDS / seconds_per_sample), (n_samples - start) // n_chunks) \
             if n_chunks > 1 else 0
-        seconds_per_sample = run_chunks(entry, kmodel, works, n_samples, *arrays, start=start,
-                                        lead=lead)
+        seconds_per_sample = min(seconds_per_sample,
+                                 run_chunks(entry, kmodel, works, n_samples, *arrays,
+                                            start=start, lead=lead))
     if len(_KERNEL_CALLS) >= _KERNEL_CALLS_KEPT:
         _KERNEL_CALLS.clear()
     _KERNEL_CALLS[key] = (kmodel, seconds_per_sample, entry)
