@@ -1,7 +1,7 @@
 """Is the engine competitive at order 0, how does it scale with threads, and what does its
 Numba compilation cost?
 
-One run prints four blocks, every number measured in that run:
+One run prints five blocks, every number measured in that run:
 
 1. The batched order-0 functions of cmtm per sample against Pinocchio (C++) called per
    sample from a Python loop, on the Panda (nv = 7) and a 128-link serial chain, --samples
@@ -65,6 +65,11 @@ One run prints four blocks, every number measured in that run:
    parallel compile of the kernels it runs, which the command starts itself on a cold cache
    (``cmtm.precompile`` with its units); target <= 30 s cold; rel err is the largest
    structured-vs-FD difference it reports).
+
+5. One instant per call: the same calls as blocks 1 and 2 on one sample (q_stack of shape
+   (1, 4, nv)), Panda, one Numba thread, best of INSTANT_REPEATS calls: what a user who
+   calls cmtm once per instant (a control loop) pays per call, validation and result
+   checks included, against one Pinocchio call from Python. Columns as block 1.
 
 Times are the best of R repeats after a warm-up; the Pinocchio loop includes Python's
 per-call overhead (about a microsecond), which is what a Python user pays. Under the
@@ -442,6 +447,9 @@ def jacobian_rows(models, n_samples, repeats, rng):
     return rows
 
 
+INSTANT_REPEATS = 500
+"""Calls timed per function in block 5 (its calls take microseconds: 500 are a few ms)."""
+
 THREAD_ROUNDS = 5
 """Rounds of block 3. Each round times every thread count in turn (best of --repeats calls),
 so that each round's speed-up compares times taken side by side; a count's speed-up is the
@@ -604,7 +612,7 @@ CACHED_S = ("cached s", "cached_s", ".2f", 8)
 
 
 def print_tables(blocks, args):
-    rows, jacobians, threads, compiles = blocks
+    rows, jacobians, threads, compiles, instants = blocks
     print_rows(
         f"1. Order-0 cmtm (batched, {args.samples} samples per call, 1 Numba thread) vs "
         f"Pinocchio {pinocchio.__version__} (per-sample Python loop); best of {args.repeats}; "
@@ -645,6 +653,12 @@ def print_tables(blocks, args):
           f"s, CLI <= {CLI_TARGET:g} s (cold)",
         [("case", "case", "", 44), ("import s", "import_s", ".2f", 8), COLD_S, CACHED_S,
          REL_ERR, ("target s", "target_s", "g", 8), TARGET], compiles)
+    print_rows(
+        f"5. One instant per call (q_stack (1, 4, nv)), 1 Numba thread, best of "
+        f"{INSTANT_REPEATS} calls: us per call, cmtm (validation and checks included) vs one "
+        f"Pinocchio call from Python; pin/cmtm > 1: cmtm faster",
+        MODEL_COLUMNS + [("function", "function", "", 23), CMTM_US, PIN_US,
+                         ("pin/cmtm", "pin_over_cmtm", ".2f", 8), REL_ERR], instants)
 
 
 def main():
@@ -676,6 +690,8 @@ def main():
     jacobians = jacobian_rows(models, args.jacobian_samples, args.repeats, rng)
     threads = thread_rows({name: models[name] for name in ("panda", "serial_chain(32)")},
                           args.jacobian_samples, args.samples, args.repeats, rng)
+    instants = compare("panda", models["panda"], random_stack(rng, 1, models["panda"].nv),
+                       FUNCTIONS + (TORQUE_JACOBIAN, VELOCITY_JACOBIAN), INSTANT_REPEATS)
     # After the timings, which leave the project's own cache warm for the --quick variant.
     compiles = compile_rows(cold)
     by_case = {row["case"]: row for row in compiles}
@@ -685,7 +701,7 @@ def main():
     import_s = import_seconds(args.import_repeats)
     wall_s = time.perf_counter() - start
     load = (load_start, os.getloadavg()[0])
-    print_tables((rows, jacobians, threads, compiles), args)
+    print_tables((rows, jacobians, threads, compiles, instants), args)
     print(f"warm import of cmtm + kinematic_trees: {1e3 * import_s:.0f} ms (best of "
           f"{args.import_repeats} fresh interpreters); script wall time {wall_s:.0f} s; "
           f"1-minute load average {load[0]:.2f} at the start, {load[1]:.2f} at the end "
@@ -697,7 +713,7 @@ def main():
     if args.json is not None:
         args.json.write_text(json.dumps({
             "rows": rows, "jacobian_rows": jacobians, "thread_rows": threads,
-            "compile_rows": compiles, "import_s": import_s, "samples": args.samples,
+            "compile_rows": compiles, "instant_rows": instants, "import_s": import_s, "samples": args.samples,
             "jacobian_samples": args.jacobian_samples, "repeats": args.repeats,
             "wall_s": wall_s, "load_average": load, "sources_changed": changed}, indent=2))
 

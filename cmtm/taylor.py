@@ -19,9 +19,20 @@ from cmtm.spatial import (force_cross_add, matTvec6, matvec6, motion_block_mul_a
                           motion_cross_add)
 
 
+FACTORIAL_TABLE = np.array([math.factorial(r) for r in range(171)], dtype=np.float64)
+"""0!, 1!, ..., 170! as float64 (171! overflows it), read-only: what :func:`factorials`
+returns views of."""
+FACTORIAL_TABLE.flags.writeable = False
+
+
 def factorials(n):
-    """(0!, 1!, ..., (n-1)!) as float64, shape (n,)."""
-    return np.array([math.factorial(r) for r in range(n)], dtype=np.float64)
+    """(0!, 1!, ..., (n-1)!) as float64, shape (n,), n <= 171: a read-only view of
+    FACTORIAL_TABLE. Made at every call before, it took 19 us of a 125 us one-instant
+    ``cmtm.motion`` (nine calls; measured by leaving it out, alternating)."""
+    if n > FACTORIAL_TABLE.shape[0]:
+        raise ValueError(f"n: expected at most {FACTORIAL_TABLE.shape[0]} factorials (171! "
+                         f"overflows float64), got {n}")
+    return FACTORIAL_TABLE[:n]
 
 
 def taylor_from_raw(raw, axis=-2):

@@ -298,6 +298,19 @@ def test_overflow_is_a_value_error_not_a_warning_or_nan():
         cmtm.motion(model, np.full((23, 3), 1e15), order=20)
 
 
+def test_motion_overflow_names_its_first_non_finite_field():
+    """The motion fields are converted to raw derivatives together and checked in the
+    order of Motion: at 3e13 the kinematic fields and f_L stay finite at order 20 and the
+    joint force f_J is the first to overflow."""
+    model = kt.compile_tree(kt.serial_chain(3))
+    with pytest.raises(ValueError, match=r"^v_L: expected a finite result"):
+        cmtm.motion(model, np.full((23, 3), 1e15), order=20)
+    with pytest.raises(ValueError, match=r"^f_J: expected a finite result"):
+        cmtm.motion(model, np.full((23, 3), 3e13), order=20)
+    assert np.isfinite(cmtm.motion(model, np.full((23, 3), 3e13), order=20,
+                                   dynamics=False).w_h_J).all()
+
+
 def test_link_velocity_jacobian_overflow_is_a_value_error():
     """The link-velocity kernels flag their own non-finite entries (no scan of the output):
     finite inputs whose order-20 Jacobian overflows float64 must raise, not return inf; at

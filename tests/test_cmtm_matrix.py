@@ -187,6 +187,18 @@ def test_taylor_raw_round_trip_and_scaling():
     assert_small(raw_from_taylor(taylor, axis=1), raw, 1e-15)
 
 
+def test_factorials_are_exact_read_only_views_of_one_table():
+    """taylor.factorials returns views of one table shared by every caller: they must hold
+    math.factorial exactly (up to 170!, the last finite in float64) and refuse writes."""
+    fact = taylor.factorials(171)
+    assert fact.tolist() == [float(math.factorial(r)) for r in range(171)]
+    assert np.isfinite(fact).all() and taylor.factorials(23).shape == (23,)
+    with pytest.raises(ValueError, match="read-only"):
+        taylor.factorials(23)[0] = 2.0
+    with pytest.raises(ValueError, match="at most 171"):
+        taylor.factorials(172)
+
+
 @pytest.mark.parametrize("k", ORDERS)
 def test_block_convolutions_equal_dense_toeplitz_products(k):
     """conv_blocks: T(A) T(B) = T(A*B); conv_block_vec: T(A) x (J1)."""

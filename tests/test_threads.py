@@ -137,6 +137,21 @@ def test_chunk_count_keeps_little_work_on_one_thread():
     assert api.chunk_count(0, 1.0, 8) == 1
 
 
+def test_chunk_count_asks_for_the_threads_only_for_work_that_fills_two_chunks(monkeypatch):
+    """Without slots given, chunk_count looks up thread_slots (numba.get_num_threads, some
+    microseconds) only when the work fills two chunks, and then caps the chunks by it."""
+    least = api.MIN_CHUNK_SECONDS
+
+    def no_lookup(n_samples):
+        raise AssertionError("thread_slots looked up for a call that cannot split")
+    monkeypatch.setattr(api, "thread_slots", no_lookup)
+    assert api.chunk_count(100, least / 200) == 1
+    assert api.chunk_count(1, 1.0) == 1
+    monkeypatch.setattr(api, "thread_slots", lambda n_samples: 3)
+    assert api.chunk_count(100, 8.5 * least / 100) == 3
+    assert api.chunk_count(100, 2.5 * least / 100) == 2
+
+
 def test_chunk_bounds_cover_the_samples_once_with_the_lead_in_chunk_0():
     """Contiguous chunks from start to n_samples; chunk 0 holds the ``lead`` samples on top
     of a near-equal share of the rest (the others differ by at most one sample)."""
