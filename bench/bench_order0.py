@@ -713,7 +713,8 @@ def main():
     if args.json is not None:
         args.json.write_text(json.dumps({
             "rows": rows, "jacobian_rows": jacobians, "thread_rows": threads,
-            "compile_rows": compiles, "instant_rows": instants, "import_s": import_s, "samples": args.samples,
+            "compile_rows": compiles, "instant_rows": instants, "import_s": import_s,
+            "samples": args.samples,
             "jacobian_samples": args.jacobian_samples, "repeats": args.repeats,
             "wall_s": wall_s, "load_average": load, "sources_changed": changed}, indent=2))
 
