@@ -32,7 +32,7 @@ process, cmtm's two-thread times of large outputs were up to 8x slower than with
 sample; one thread 83 against 81), while a small JAX computation alone changed nothing.
 
 The "floor us" column is what no implementation of this call can go below, per sample, on
-the same n samples (:func:`floor_seconds`): checking that the input is finite (a validating
+the same n samples (:func:`floor_call`): checking that the input is finite (a validating
 API must), a zero-initialised output of the same shape (``np.zeros``: the cheapest, its
 large pages zeroed lazily by the OS) and the sine and cosine of every joint angle (the one
 transcendental work of any Jacobian of revolute joints), in numpy's vectorized loops; no
@@ -219,25 +219,17 @@ class JaxRunner:
         return best / q.shape[0], compile_s, np.asarray(J), eqns
 
 
-def floor_seconds(q, output_shape, repeats):
-    """Best per-sample time of the least any validating Jacobian call of ``output_shape``
-    does on the raw stacks ``q`` (n, K, nv): check that the input is finite, allocate a
-    zero-initialised output, take the sine and cosine of every joint angle q[:, 0] (each
-    revolute joint's rotation needs them). No kinematics and no entry of the Jacobian:
-    a floor under any implementation, cmtm's included."""
-    def floor_call():
-        if not np.isfinite(q).all():
-            raise ValueError("q_stack: expected finite values")
-        np.sin(q[:, 0])
-        np.cos(q[:, 0])
-        return np.zeros(output_shape)
-    floor_call()
-    best = np.inf
-    for _ in range(max(repeats, 10)):
-        start = time.perf_counter()
-        floor_call()
-        best = min(best, time.perf_counter() - start)
-    return best / q.shape[0]
+def floor_call(q, output_shape):
+    """The least any validating Jacobian call of ``output_shape`` does on the raw stacks
+    ``q`` (n, K, nv): check that the input is finite, allocate a zero-initialised output,
+    take the sine and cosine of every joint angle q[:, 0] (each revolute joint's rotation
+    needs them). No kinematics and no entry of the Jacobian: a floor under any
+    implementation, cmtm's included."""
+    if not np.isfinite(q).all():
+        raise ValueError("q_stack: expected finite values")
+    np.sin(q[:, 0])
+    np.cos(q[:, 0])
+    return np.zeros((len(q),) + output_shape[1:])
 
 
 def time_cell(name, model, quantity, order, args, rng):
@@ -251,9 +243,9 @@ def time_cell(name, model, quantity, order, args, rng):
     structured_s, n, J = adaptive_best(
         lambda q: cmtm.jacobian(model, q, quantity, order=order),
         q_all, args.samples, args.target, args.repeats)
-    row.update(structured_us=1e6 * structured_s, samples=n,
-               floor_us=1e6 * floor_seconds(np.ascontiguousarray(q_all[:n]), J.shape,
-                                            args.repeats))
+    floor_s, _, _ = adaptive_best(lambda q: floor_call(q, J.shape), q_all[:n], n, np.inf,
+                                  max(args.repeats, 10))
+    row.update(structured_us=1e6 * structured_s, samples=n, floor_us=1e6 * floor_s)
     with one_numba_thread():
         one_thread_s, _, _ = adaptive_best(
             lambda q: cmtm.jacobian(model, q, quantity, order=order),
@@ -380,7 +372,7 @@ def print_summaries(rows, memory, jax_runner, wall_s):
 def print_jax_target(rows):
     """Issue 11's target (structured >= 10x faster than JAX in every cell where JAX ran):
     how many cells meet it, on all threads and on one, and the cells where not even the
-    floor (:func:`floor_seconds`) is 10x faster than JAX."""
+    floor (:func:`floor_call`) is 10x faster than JAX."""
     timed = [row for row in rows if row["jax_us"] is not None]
     met = sum(row["jax_us"] >= 10 * row["structured_us"] for row in timed)
     met_one = sum(row["jax_us"] >= 10 * row["one_thread_us"] for row in timed)

@@ -68,6 +68,7 @@ from cmtm._jit import jit, jit_inline, jit_kernel, jit_leaf
 from cmtm.rnea import (base_motion, composite_inertia_to_parent_add, link_pose_in_parent,
                        world_pose)
 from cmtm.spatial import JOINT_REVOLUTE, force_cross_add, motion_cross_add
+from cmtm.taylor import zero_blocks, zero_stack
 
 
 class TorqueDerivativesWorkspace(NamedTuple):
@@ -248,7 +249,12 @@ def inertia_rate_add(v, m, mc, I_O, dmc, dI_O):
 def forward_pass(model, ws, c, q, qd, qdd):
     """Poses, screws and their rates, twists, accelerations, and per link the world inertia
     I_i (into w_m, w_mc, w_IO), its rate (w_dmc, w_dIO), the momentum I_i v_i (w_h) and
-    the force f_i (w_F): the first loop of the module docstring."""
+    the force f_i (w_F): the first loop of the module docstring, accumulated into arrays
+    zeroed here."""
+    for link_arrays in (ws.w_m[c], ws.w_mc[c], ws.w_dmc[c], ws.w_h[c], ws.w_F[c]):
+        zero_stack(link_arrays)
+    zero_blocks(ws.w_IO[c])
+    zero_blocks(ws.w_dIO[c])
     for i in range(model.parent.shape[0]):
         par = model.parent[i]
         w_R, w_p = ws.w_R[c, i], ws.w_p[c, i]
@@ -273,19 +279,11 @@ def forward_pass(model, ws, c, q, qd, qdd):
         for r in range(6):
             alpha[r] += ds[r] * qd[i] + s[r] * qdd[i]   # alpha = alpha_p + s' q' + s q''
             v[r] += s[r] * qd[i]                        # v = v_p + s q'
-        m[0] = 0.0
-        mc[:] = 0.0
-        I_O[:, :] = 0.0
         composite_inertia_to_parent_add(w_R, w_p, model.mass[i], ws.first_moment[i],
                                         ws.rotational_inertia[i], m, mc, I_O)  # A^{-T} I A^{-1}
         dmc, dI_O = ws.w_dmc[c, i], ws.w_dIO[c, i]
-        dmc[:] = 0.0
-        dI_O[:, :] = 0.0
         inertia_rate_add(v, m[0], mc, I_O, dmc, dI_O)   # I' = v x^* I - I v x
         h, f = ws.w_h[c, i], ws.w_F[c, i]
-        for r in range(6):
-            h[r] = 0.0
-            f[r] = 0.0
         inertia_add(m[0], mc, I_O, v, 1.0, h)           # h = I v
         inertia_add(m[0], mc, I_O, alpha, 1.0, f)       # f = I alpha + v x^* h
         force_cross_add(v, h, 1.0, f)

@@ -56,7 +56,7 @@ from cmtm.rnea_derivatives import (inertia_conv, inertia_rate_add, link_world_po
                                    screw_twist_jets)
 from cmtm.taylor import (add_blocks, add_stack, copy_stack, force_cross_conv,
                          motion_cross_conv, raw_block_coefficients, write_raw_blocks,
-                         zero_stack)
+                         zero_blocks, zero_stack)
 
 
 class TorqueWorkspace(NamedTuple):
@@ -138,8 +138,8 @@ def link_world_jets(model, tw, c, i, q, v_parent):
                     tw.w_R[c], tw.w_p[c], s[0])
     screw_twist_jets(v_parent, q, i, tw.rate_scale, s, v)
     mass[0] = 0.0
-    mc[:, :] = 0.0
-    I_O[:, :, :] = 0.0
+    zero_stack(mc)
+    zero_blocks(I_O)
     composite_inertia_to_parent_add(tw.w_R[c, i], tw.w_p[c, i], model.mass[i],
                                     tw.first_moment[i], tw.rotational_inertia[i], mass,
                                     mc[0], I_O[0])                      # I_0 = A^{-T} I A^{-1}
