@@ -15,6 +15,7 @@ instructions out of 47,000 lines). Measured cold compile of every public functio
 in one interpreter, same run: 38.6 s -> 33.0 s; results identical bit for bit.
 """
 import numba
+from numba.core import codegen, compiler
 from numba.core.registry import CPUDispatcher
 
 TARGET_OPTIONS = dict(fastmath=False, nogil=True, _nrt=False)
@@ -47,6 +48,56 @@ A helper therefore cannot be called from Python: its dispatcher (:class:`HelperD
 raises TypeError instead of jumping to a wrapper that does not exist."""
 
 
+class EnvironmentFreeCodegen:
+    """Numba's codegen as a helper's library shows it: ``set_env``, which writes a
+    function's environment pointer into its machine code, does nothing (a helper has no
+    machine code; its environment is unused: kernels loaded from the disk cache run
+    without their helpers' environments too)."""
+
+    def __init__(self, shared_codegen):
+        self._shared_codegen = shared_codegen
+
+    def set_env(self, env_name, env):
+        """Nothing to set: see the class docstring."""
+
+    def __getattr__(self, name):
+        return getattr(self._shared_codegen, name)
+
+
+class HelperCodeLibrary(codegen.JITCodeLibrary):
+    """The code library of a helper: its LLVM module, optimized as Numba optimizes any
+    library, for kernels (and other helpers) to link in, without machine code of its own.
+
+    Numba finalizes every compiled function by handing its module to the JIT engine, which
+    emits machine code for it and for every library linked into it. A helper is only ever
+    linked into its callers (it has no Python entry point), so that code was never run:
+    emitting it took ~2.3 s of the ~25 s that the comprehensive Jacobian kernel's cold
+    compile took on this project's machine. Finalizing here stops before the JIT engine
+    (Numba's private ``_finalize_final_module``, less ``_add_module`` and
+    ``_finalize_specific``). The module the kernels link in is the same, so the kernels'
+    machine code is too."""
+
+    @property
+    def codegen(self):
+        """The shared codegen, less ``set_env`` (:class:`EnvironmentFreeCodegen`)."""
+        return EnvironmentFreeCodegen(self._codegen)
+
+    def _finalize_final_module(self):
+        """Numba's checks of the final module, then finalized, without machine code."""
+        self._finalize_dynamic_globals()
+        self._verify_declare_only_symbols()
+        self._finalized = True
+
+
+class HelperCompiler(compiler.Compiler):
+    """Numba's compiler pipeline, with a :class:`HelperCodeLibrary` for the function."""
+
+    def compile_extra(self, func):
+        self.state.library = HelperCodeLibrary(self.state.targetctx.codegen(),
+                                               func.__qualname__)
+        return super().compile_extra(func)
+
+
 class HelperDispatcher(CPUDispatcher):
     """The dispatcher of a helper compiled without a Python entry point: kernels call it,
     calling it from Python raises TypeError (tests wrap a helper in a jitted function)."""
@@ -57,13 +108,15 @@ class HelperDispatcher(CPUDispatcher):
 
 
 def helper(**options):
-    """Decorator: a :class:`HelperDispatcher` with HELPER_OPTIONS and ``options`` (the
-    plain function itself when NUMBA_DISABLE_JIT is set, as numba.njit does)."""
+    """Decorator: a :class:`HelperDispatcher` with HELPER_OPTIONS and ``options``, compiled
+    by :class:`HelperCompiler` (the plain function itself when NUMBA_DISABLE_JIT is set, as
+    numba.njit does)."""
     def decorate(py_func):
         if numba.config.DISABLE_JIT:
             return py_func
         return HelperDispatcher(py_func, targetoptions={**HELPER_OPTIONS, **options,
-                                                        "nopython": True})
+                                                        "nopython": True},
+                                pipeline_class=HelperCompiler)
     return decorate
 
 

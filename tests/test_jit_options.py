@@ -3,10 +3,12 @@ fastmath, with the GIL released and without Numba's runtime; only the convenienc
 return a new array (``jit_allocating``) have the runtime. Only the functions that Python
 calls are cached on disk and have a Python entry point: the kernels of cmtm.api, the two
 functions that Python calls besides them, and the allocating conveniences; the helpers only
-kernels call have neither.
+kernels call have neither, nor machine code of their own: their LLVM modules are linked into
+the kernels.
 
-References: the options Numba records on each dispatcher of every cmtm module, and the
-compiler itself (an allocation under the kernels' options must not compile).
+References: the options Numba records on each dispatcher of every cmtm module, the
+compiler itself (an allocation under the kernels' options must not compile), and the
+modules Numba hands to its JIT engine.
 """
 import importlib
 import pkgutil
@@ -19,7 +21,7 @@ from numba.core.dispatcher import Dispatcher
 from numba.core.errors import TypingError
 
 import cmtm
-from cmtm._jit import KERNEL_OPTIONS, HelperDispatcher
+from cmtm._jit import KERNEL_OPTIONS, HelperCodeLibrary, HelperDispatcher, jit
 from cmtm.spatial import motion_cross_add
 
 ALLOCATING = {
@@ -100,3 +102,24 @@ def test_an_allocation_under_the_kernel_options_does_not_compile():
         numba.njit(**without_runtime)(ramp)(3)
     assert np.array_equal(numba.njit(**{**without_runtime, "_nrt": True})(ramp)(3),
                           [0.0, 1.0, 2.0])
+
+
+def test_only_the_caller_of_a_helper_gets_machine_code(monkeypatch):
+    """Numba hands a finalized library's module to its JIT engine, which emits machine code;
+    a helper's library (cmtm._jit.HelperCodeLibrary) is finalized without that, and its
+    optimized module is linked into its callers, which run it."""
+    def twice_plus(x, out):
+        for i in range(x.shape[0]):
+            out[i] += 2.0 * x[i]
+    helper = jit(twice_plus)
+    codegen = numba.core.registry.cpu_target.target_context.codegen()
+    added, add_module = [], codegen._add_module
+    monkeypatch.setattr(codegen, "_add_module",
+                        lambda module: added.append(module.name) or add_module(module))
+    out = np.ones(3)
+    python_entry(helper)(np.array([1.0, 2.0, 3.0]), out)
+    assert np.array_equal(out, [3.0, 5.0, 7.0])
+    (library,) = [overload.library for overload in helper.overloads.values()]
+    assert isinstance(library, HelperCodeLibrary) and library._finalized
+    assert any("python_entry" in name for name in added), added
+    assert not any("twice_plus" in name for name in added), added
