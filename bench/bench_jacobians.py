@@ -24,7 +24,7 @@ exceed --jax-max-eqns primitives (estimated from the same quantity and order on 
 previous model), when the same quantity and order took more than --jax-max-compile seconds
 to compile on a smaller model, or once the run's JAX compile time passes --jax-budget.
 cmtm runs on Numba's thread count (``numba.get_num_threads()``, all cores by default: its
-samples split in chunks across threads), XLA on its own thread pool; the "1-thr us" column
+samples shared out across threads), XLA on its own thread pool; the "1-thr us" column
 is cmtm again with ``numba.set_num_threads(1)``, and JAX/1-thr its ratio to JAX. cmtm and
 FD are timed for every cell before JAX runs at all: after JAX's large graphs had run in the
 process, cmtm's two-thread times of large outputs were up to 8x slower than without JAX

@@ -15,8 +15,9 @@ instructions out of 47,000 lines). Measured cold compile of every public functio
 in one interpreter, same run: 38.6 s -> 33.0 s; results identical bit for bit.
 """
 import numba
-from numba.core import codegen, compiler
+from numba.core import codegen, compiler, types
 from numba.core.registry import CPUDispatcher
+from numba.extending import intrinsic
 
 TARGET_OPTIONS = dict(fastmath=False, nogil=True, _nrt=False)
 """What every kernel and helper is compiled with."""
@@ -128,9 +129,10 @@ attribute; no effect on Numba's typing, unlike ``jit_inline``): the 6-vector ope
 ``cmtm.spatial`` (matvec6, matTvec6, the motion and force cross products) and the jet
 convolutions of ``cmtm.taylor`` built on them (conv_block_vec, motion_cross_conv,
 force_cross_conv), ``body_columns`` and ``comoving_columns`` of
-``cmtm.velocity_derivatives``, and the inertia product and rate of ``cmtm.rnea_derivatives``
-(inertia_add, inertia_rate_add). Left to LLVM's own choice they stayed calls, each passing its
-arrays as ~25 scalar arguments, for a few dozen multiply-adds. One thread, us per sample, two
+``cmtm.velocity_derivatives``, the inertia product and rate of ``cmtm.rnea_derivatives``
+(inertia_add, inertia_rate_add), and :func:`claim_samples` (an atomic add and a min). Left
+to LLVM's own choice they stayed calls, each passing its arrays as ~25 scalar arguments,
+for a few dozen multiply-adds. One thread, us per sample, two
 alternating runs, identical bits: order-0 torque Jacobian Panda 2.30-2.36 against
 2.57-2.76, 32-link chain 14.9-15.0 against 15.8-17.4; order 1 Panda 8.1-8.5 against
 8.7-9.6; the comprehensive Jacobians 5-10 % faster; cold compile of every public function
@@ -163,3 +165,49 @@ jit_allocating = numba.njit(**{**KERNEL_OPTIONS, "_nrt": True})
 ``joint_screw``, ``velocity_crosses`` ...; the jitted references of ``cmtm.reference``):
 tests and references call them, kernels do not. They may call the kernels' helpers (their
 ``_into`` forms), which borrow the caller's arrays."""
+
+
+# --- Samples claimed by the threads of a call ---
+
+def _fetch_add_codegen(context, builder, signature, args):
+    """LLVM ``atomicrmw add`` on the first entry of an int64 array, returning the entry
+    before the add (monotonic ordering: each claim only needs to be unique; the threads'
+    results are published to the caller by the thread pool's own synchronisation)."""
+    counter = context.make_array(signature.args[0])(context, builder, args[0])
+    amount = context.cast(builder, args[1], signature.args[1], types.int64)
+    return builder.atomic_rmw("add", counter.data, amount, "monotonic")
+
+
+@intrinsic
+def _fetch_add(typingctx, counter, amount):
+    """Typing of :func:`fetch_add`: an int64 array and an integer."""
+    if not (isinstance(counter, types.Array) and counter.dtype == types.int64
+            and isinstance(amount, types.Integer)):
+        return None
+    return types.int64(counter, amount), _fetch_add_codegen
+
+
+def _fetch_add_python(counter, amount):
+    """:func:`fetch_add` for NUMBA_DISABLE_JIT, a plain read and write: the kernels are then
+    Python functions holding the GIL, and ``cmtm.api.thread_slots`` keeps every call on
+    one thread."""
+    before = int(counter[0])
+    counter[0] = before + amount
+    return before
+
+
+fetch_add = _fetch_add_python if numba.config.DISABLE_JIT else _fetch_add
+"""fetch_add(counter, amount): counter[0] += amount as one atomic step, returning the value
+before it, so that threads adding to one counter each get a range of their own."""
+
+
+@jit_leaf
+def claim_samples(claim, last):
+    """(first, stop): the next block of samples of a call for the calling thread, taken
+    from the shared int64 array ``claim`` = [next unclaimed sample, samples per block]
+    (:func:`fetch_add`), stop <= last; first >= stop once every sample below ``last`` is
+    taken. Each batched kernel runs the blocks it claims until none is left, so a thread
+    that starts late or runs on a busier core simply takes fewer
+    (``cmtm.api.run_chunks``)."""
+    first = fetch_add(claim, claim[1])
+    return first, min(first + claim[1], last)

@@ -469,7 +469,11 @@ def workspace(kernel, kind, shape_key, allocate):
 def thread_slots(n_samples):
     """Most chunks of a call (each with a workspace of its own): one per Numba thread
     (``numba.get_num_threads``, set by ``NUMBA_NUM_THREADS`` or ``numba.set_num_threads``),
-    at most one per sample (a workspace can be megabytes)."""
+    at most one per sample (a workspace can be megabytes); one under NUMBA_DISABLE_JIT
+    (Python kernels hold the GIL, and claim their samples without an atomic add:
+    ``cmtm._jit.fetch_add``)."""
+    if numba.config.DISABLE_JIT:
+        return 1
     return max(1, min(numba.get_num_threads(), n_samples))
 
 
@@ -499,22 +503,13 @@ def chunk_count(n_samples, seconds_per_sample, slots=None):
     return min(worth, thread_slots(n_samples) if slots is None else slots)
 
 
-HANDOFF_SECONDS = 2e-5
-"""How much later than the calling thread's own chunk a chunk handed to the thread pool
-starts computing, in effect, on this project's machine: the calling thread's chunk takes
-this much work more. Measured through cmtm.jacobian, the 200-sample order-0 torque
-Jacobian of the Panda on two threads (one thread: 515-530 us): best 314-329 us with an
-even split, 297-308 us with 2e-5 s (3e-5 and 4e-5 the same within noise); a 16-link
-chain 836 -> 803 us; a 32-link chain unchanged (1903-1923 us)."""
-
-
-def chunk_bounds(start, n_samples, n_chunks, chunk, lead=0):
-    """[first, last) samples of chunk ``chunk`` of ``n_chunks`` contiguous chunks of
-    range(start, n_samples): near-equal shares of all but ``lead`` samples, which chunk 0
-    (the calling thread's) takes on top of its share."""
-    size = n_samples - start - lead
-    first = 0 if chunk == 0 else lead + chunk * size // n_chunks
-    return start + first, start + lead + (chunk + 1) * size // n_chunks
+BLOCK_SECONDS = 2e-5
+"""Work, by the estimate, that a thread claims at a time from a split call's samples
+(:func:`run_chunks`): at least one sample. Measured on this project's machine, the
+200-sample order-0 torque Jacobian of the Panda (3-4 us per sample) on two threads, six
+alternating rounds: speed-up over one thread 1.00-1.55 claiming 1 sample at a time (the
+two threads contend for the counter's cache line), 1.06-1.89 with 2, 1.07-1.91 with 4,
+1.07-1.99 with 8 and 1.08-1.98 with 16."""
 
 
 _POOL = []
@@ -532,34 +527,48 @@ def _thread_pool():
         return _POOL[0]
 
 
-def run_chunks(kernel, kernel_model, works, n_samples, *arrays, start=0, lead=0):
-    """kernel(kernel_model, works[c], 0, first, last, *arrays) for every chunk c of the
-    samples start..n_samples-1 (:func:`chunk_bounds`), one chunk per workspace of ``works``
-    (slot 0 of each): chunk 0 on the calling thread, with ``lead`` samples more, the others
-    on the shared thread pool at the same time (the kernels release the GIL). Returns the
-    seconds per sample of chunk 0's kernel call (the kernel's own cost, without handing
-    chunks to the pool and waiting for them). A chunk writes only its samples and its own
-    workspace, and every sample runs the same instructions whatever its chunk, so the
-    results are identical bit for bit for any thread count. Plain threads rather than
-    Numba's ``parallel=True``: the same speed-up, and half the cold compile time. A
-    workspace of its own per chunk rather than one slot each of one workspace: neighbouring
-    slots of the small scratch arrays shared cache lines between the threads (measured:
-    the 200-sample order-0 torque Jacobian on two threads 8 % faster on the Panda, 5 % on
-    a 32-link chain, with the slots 8 apart)."""
-    n_chunks = len(works)
+def run_chunks(kernel, kernel_model, works, n_samples, *arrays, start=0, block=1):
+    """kernel(kernel_model, work, 0, claim, n_samples, *arrays) for every workspace ``work``
+    of ``works`` (slot 0 of each) at the same time: ``works[0]`` on the calling thread, the
+    others on the shared thread pool (the kernels release the GIL). The threads share the
+    samples start..n_samples-1 through one counter, ``claim`` = [next sample, ``block``]:
+    each takes the next ``block`` samples until none is left
+    (:func:`cmtm._jit.claim_samples`), so that a thread that starts late or shares its core
+    with another process does less of the work. On this project's machine a pool thread
+    started running a task a median 140-250 us after it was submitted, and 1.4 ms at the
+    90th percentile (three runs of 60 calls, the calling thread busy in a nogil loop):
+    the other vCPU has to be woken. A pool thread that has not started when the calling
+    thread finds no sample left is cancelled, not waited for. Returns the seconds per
+    sample of the calling thread's kernel call (the kernel's own cost, without handing
+    work to the pool and waiting for it), None if it ran no sample.
+
+    A thread writes only the samples it claims and its own workspace, and every sample
+    runs the same instructions whatever thread runs it, so the results are identical bit
+    for bit for any thread count. Claimed blocks rather than one fixed share per thread:
+    the 200-sample order-0 torque Jacobian's kernel on two threads, alternating rounds,
+    speed-up over one thread with one block of half the samples per thread against blocks
+    of 4 samples: Panda 0.80-1.77 against 1.03-1.85, 1.08-1.64 against 1.18-1.79 and
+    0.85-1.27 against 0.69-1.41 (blocks faster in 6 of 6, 6 of 6 and 7 of 8 rounds);
+    32-link chain 1.14-1.72 against 1.52-1.96 and 1.20-1.75 against 1.39-1.95 (5 of 6 and
+    4 of 6).
+    Plain threads rather than Numba's ``parallel=True``: the same speed-up, and half the
+    cold compile time. A workspace of its own per thread rather than one slot each of one
+    workspace: neighbouring slots of the small scratch arrays shared cache lines between
+    the threads (measured: the 200-sample order-0 torque Jacobian on two threads 8 % faster
+    on the Panda, 5 % on a 32-link chain, with the slots 8 apart)."""
+    claim = np.array([start, block], dtype=np.int64)
     others = []
-    if n_chunks > 1:
+    if len(works) > 1:
         pool = _thread_pool()
-        others = [pool.submit(kernel, kernel_model, works[c], 0,
-                              *chunk_bounds(start, n_samples, n_chunks, c, lead), *arrays)
-                  for c in range(1, n_chunks)]
-    first, last = chunk_bounds(start, n_samples, n_chunks, 0, lead)
+        others = [pool.submit(kernel, kernel_model, work, 0, claim, n_samples, *arrays)
+                  for work in works[1:]]
     began = time.perf_counter()
-    kernel(kernel_model, works[0], 0, first, last, *arrays)
-    seconds_per_sample = (time.perf_counter() - began) / max(1, last - first)
-    for chunk in others:
-        chunk.result()
-    return seconds_per_sample
+    done = kernel(kernel_model, works[0], 0, claim, n_samples, *arrays)
+    seconds = time.perf_counter() - began
+    for other in others:
+        if not other.cancel():
+            other.result()
+    return seconds / done if done else None
 
 
 def run_on_threads(model, kernel, kind, sizes, allocate, n_samples, *arrays):
@@ -567,9 +576,9 @@ def run_on_threads(model, kernel, kind, sizes, allocate, n_samples, *arrays):
     workspace ``allocate(kernel_model, 1)`` per chunk from the per-thread cache (key:
     ``kind``, the chunk and ``sizes``, what else the workspace's shapes depend on), the
     chunks on threads (:func:`run_chunks`), at most :func:`thread_slots` of them and as
-    many as hold MIN_CHUNK_SECONDS of work each (:func:`chunk_count`), the calling
-    thread's chunk HANDOFF_SECONDS of work longer. The cost per sample is the least measured
-    on the earlier calls of this kernel, model and sizes, by the calling thread's chunk
+    many as hold MIN_CHUNK_SECONDS of work each (:func:`chunk_count`), each thread claiming
+    BLOCK_SECONDS of work at a time. The cost per sample is the least measured on the
+    earlier calls of this kernel, model and sizes, by the calling thread
     (:func:`run_chunks`); on the first, sample 0 runs alone, through Numba's dispatcher,
     and is timed, and later calls go straight to the machine code it ran
     (:func:`compiled_entry`). The least, not the last: a call's measurement is only ever
@@ -593,7 +602,8 @@ def run_on_threads(model, kernel, kind, sizes, allocate, n_samples, *arrays):
     if known is not None and known[0] is kmodel:
         seconds_per_sample, entry = known[1:]
     else:
-        args = (kmodel, chunk_workspace(kmodel, kind, sizes, allocate, 0), 0, 0, 1, *arrays)
+        args = (kmodel, chunk_workspace(kmodel, kind, sizes, allocate, 0), 0,
+                np.array([0, 1], dtype=np.int64), 1, *arrays)
         began = time.perf_counter()
         kernel(*args)
         seconds_per_sample, start = time.perf_counter() - began, 1
@@ -601,11 +611,9 @@ def run_on_threads(model, kernel, kind, sizes, allocate, n_samples, *arrays):
     if n_samples > start:
         n_chunks = chunk_count(n_samples - start, seconds_per_sample)
         works = [chunk_workspace(kmodel, kind, sizes, allocate, c) for c in range(n_chunks)]
-        lead = min(int(HANDOFF_SECONDS / seconds_per_sample), (n_samples - start) // n_chunks) \
-            if n_chunks > 1 else 0
-        seconds_per_sample = min(seconds_per_sample,
-                                 run_chunks(entry, kmodel, works, n_samples, *arrays,
-                                            start=start, lead=lead))
+        measured = run_chunks(entry, kmodel, works, n_samples, *arrays, start=start,
+                              block=max(1, int(BLOCK_SECONDS / seconds_per_sample)))
+        seconds_per_sample = min(seconds_per_sample, measured or np.inf)
     if len(_KERNEL_CALLS) >= _KERNEL_CALLS_KEPT:
         _KERNEL_CALLS.clear()
     _KERNEL_CALLS[key] = (kmodel, seconds_per_sample, entry)

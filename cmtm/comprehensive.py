@@ -2,9 +2,9 @@
 cmtm_math.md §4-§5 for every time sample (the loop over samples lives in the kernel).
 
 Inputs and outputs are Taylor-scaled; ``cmtm.api`` converts to raw derivatives. The
-samples are split into contiguous chunks, one per thread (``cmtm.api.run_chunks``), each
+samples are shared out to threads in claimed blocks (``cmtm.api.run_chunks``), each thread
 with its own slot of the work arrays of :class:`MotionWorkspace`, so results do not
-depend on the chunking; no kernel allocates per sample.
+depend on which thread runs a sample; no kernel allocates per sample.
 
 Two velocity passes share the relative CMTMs (§3.3): a gravity-free pass for the
 kinematic outputs (link velocities and momenta, whose derivatives must not contain the
@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cmtm._jit import jit, jit_inline, jit_kernel
+from cmtm._jit import claim_samples, jit, jit_inline, jit_kernel
 from cmtm.dynamics import force_from_momentum, joint_torque, momentum_stacks, world_momentum
 from cmtm.kinematics import (base_velocity_stacks, link_cmtm_inverse_pass, link_cmtm_pass,
                              relative_cmtm_inverse, velocity_pass)
@@ -91,8 +91,8 @@ def copy_link_stack(work, out):
 
 
 @jit_kernel
-def motion_kernel(model, ws, chunk, first, last, qhat, kinematics, world, dynamics, outputs):
-    """All comprehensive outputs of order k at the samples first..last-1, Taylor-scaled, in
+def motion_kernel(model, ws, chunk, claim, last, qhat, kinematics, world, dynamics, outputs):
+    """All comprehensive outputs of order k at the samples it claims, Taylor-scaled, in
     slot ``chunk`` of the workspace (``cmtm.api.run_chunks`` runs the chunks on threads).
 
     model: KernelModel; ws: a :class:`MotionWorkspace` of this order (with dynamics if
@@ -104,24 +104,30 @@ def motion_kernel(model, ws, chunk, first, last, qhat, kinematics, world, dynami
     v_L, h_L, w_h_L, h_J, w_h_J, f_L, f_J, tau = outputs
     parent, S, I, links = model.parent, model.screw, model.spatial_inertia, f_L.shape[0] > 0
     Xup, kin, dyn, dyn_f = ws.Xup[chunk], ws.kin[chunk], ws.dyn[chunk], ws.dyn_f[chunk]
-    for s in range(first, last):
-        relative_cmtm_inverse(model, qhat[s], ws.XJinv[chunk], ws.sin_q[chunk],
-                              ws.cos_q[chunk], ws.skew_axis[chunk], Xup)
-        if kinematics:
-            kinematic_outputs(parent, S, I, Xup, qhat[s], ws.root[0], world, kin[0], kin[1],
-                              kin[2], kin[3], kin[4], ws.Xinv_L[chunk])
-            copy_link_stack(kin[0], v_L[s])
-            copy_link_stack(kin[1], h_L[s])
-            copy_link_stack(kin[3], h_J[s])
-            if world:
-                copy_link_stack(kin[2], w_h_L[s])
-                copy_link_stack(kin[4], w_h_J[s])
-        if dynamics:
-            dynamic_outputs(parent, S, I, Xup, qhat[s], ws.root[1], links, dyn[0], dyn[1],
-                            dyn[2], dyn_f[0], dyn_f[1], tau[s])
-            if links:
-                copy_link_stack(dyn_f[0], f_L[s])
-                copy_link_stack(dyn_f[1], f_J[s])
+    done = 0
+    first, stop = claim_samples(claim, last)
+    while first < stop:
+        for s in range(first, stop):
+            relative_cmtm_inverse(model, qhat[s], ws.XJinv[chunk], ws.sin_q[chunk],
+                                  ws.cos_q[chunk], ws.skew_axis[chunk], Xup)
+            if kinematics:
+                kinematic_outputs(parent, S, I, Xup, qhat[s], ws.root[0], world, kin[0], kin[1],
+                                  kin[2], kin[3], kin[4], ws.Xinv_L[chunk])
+                copy_link_stack(kin[0], v_L[s])
+                copy_link_stack(kin[1], h_L[s])
+                copy_link_stack(kin[3], h_J[s])
+                if world:
+                    copy_link_stack(kin[2], w_h_L[s])
+                    copy_link_stack(kin[4], w_h_J[s])
+            if dynamics:
+                dynamic_outputs(parent, S, I, Xup, qhat[s], ws.root[1], links, dyn[0], dyn[1],
+                                dyn[2], dyn_f[0], dyn_f[1], tau[s])
+                if links:
+                    copy_link_stack(dyn_f[0], f_L[s])
+                    copy_link_stack(dyn_f[1], f_J[s])
+        done += stop - first
+        first, stop = claim_samples(claim, last)
+    return done
 
 
 class LinkPosesWorkspace(NamedTuple):
@@ -139,20 +145,27 @@ def link_poses_workspace(model, n_chunks):
 
 
 @jit_kernel
-def link_poses_kernel(model, ws, chunk, first, last, q, R_out, p_out):
+def link_poses_kernel(model, ws, chunk, claim, last, q, R_out, p_out):
     """World (base-frame) poses of the link frames A_i = A_{p(i)} A_0,i E_i(q_i) (§3.1) at
-    the samples first..last-1, work slot ``chunk``: q (n_samples, n); R_out (n_samples,
+    the samples it claims, work slot ``chunk``: q (n_samples, n); R_out (n_samples,
     n, 3, 3), p_out (n_samples, n, 3) outputs."""
     parent, E, R_rel, p_rel = model.parent, ws.E[chunk], ws.R_rel[chunk], ws.p_rel[chunk]
-    for s in range(first, last):
-        for i in range(parent.shape[0]):
-            root = parent[i] < 0
-            link_pose_in_parent(model.joint_type[i], model.axis[i], model.placement_R[i],
-                                model.placement_p[i], q[s, i], E, R_out[s, i] if root else R_rel,
-                                p_out[s, i] if root else p_rel)
-            if not root:
-                world_pose(R_out[s, parent[i]], p_out[s, parent[i]], R_rel, p_rel, R_out[s, i],
-                           p_out[s, i])
+    done = 0
+    first, stop = claim_samples(claim, last)
+    while first < stop:
+        for s in range(first, stop):
+            for i in range(parent.shape[0]):
+                root = parent[i] < 0
+                link_pose_in_parent(model.joint_type[i], model.axis[i], model.placement_R[i],
+                                    model.placement_p[i], q[s, i], E,
+                                    R_out[s, i] if root else R_rel,
+                                    p_out[s, i] if root else p_rel)
+                if not root:
+                    world_pose(R_out[s, parent[i]], p_out[s, parent[i]], R_rel, p_rel,
+                               R_out[s, i], p_out[s, i])
+        done += stop - first
+        first, stop = claim_samples(claim, last)
+    return done
 
 
 class LinkCMTMWorkspace(NamedTuple):
@@ -186,15 +199,21 @@ def link_cmtm_workspace(model, n_orders, n_chunks):
 
 
 @jit_kernel
-def link_cmtm_kernel(model, ws, chunk, first, last, qhat, X_L):
+def link_cmtm_kernel(model, ws, chunk, claim, last, qhat, X_L):
     """Link CMTM blocks X_{L_i,l} = A_{L_i}^(l) / l! of a base at rest (§2.4) at the samples
-    first..last-1, work slot ``chunk``: qhat (n_samples, >=K, n) Taylor-scaled; X_L
+    it claims, work slot ``chunk``: qhat (n_samples, >=K, n) Taylor-scaled; X_L
     (n_samples, n, K, 6, 6) output."""
     K, Xup, nu = X_L.shape[2], ws.Xup[chunk], ws.nu[chunk]
-    for s in range(first, last):
-        relative_cmtm_inverse(model, qhat[s], ws.XJinv[chunk], ws.sin_q[chunk],
-                              ws.cos_q[chunk], ws.skew_axis[chunk], Xup)
-        if K > 1:
-            velocity_pass(model.parent, model.screw, Xup, qhat[s], ws.root, nu)
-        link_cmtm_pass(model.parent, Xup, nu, ws.Xinv_L[chunk], X_L[s], ws.pose[chunk],
-                       ws.crosses[chunk])
+    done = 0
+    first, stop = claim_samples(claim, last)
+    while first < stop:
+        for s in range(first, stop):
+            relative_cmtm_inverse(model, qhat[s], ws.XJinv[chunk], ws.sin_q[chunk],
+                                  ws.cos_q[chunk], ws.skew_axis[chunk], Xup)
+            if K > 1:
+                velocity_pass(model.parent, model.screw, Xup, qhat[s], ws.root, nu)
+            link_cmtm_pass(model.parent, Xup, nu, ws.Xinv_L[chunk], X_L[s], ws.pose[chunk],
+                           ws.crosses[chunk])
+        done += stop - first
+        first, stop = claim_samples(claim, last)
+    return done

@@ -13,14 +13,16 @@ Tree traversal (links in depth-first pre-order, ``parent[i] < i``):
 * support of link i (the joints that move it, i first, the root last):
   ``support[support_start[i]:support_start[i + 1]]``.
 
-Threads. A kernel batched over samples computes one contiguous chunk of them,
-``kernel(model, workspace, c, first, last, ...)``, with slot c of every workspace array
-(leading axis); ``cmtm.api.run_chunks`` gives each chunk a workspace of its own (one
-slot, so that two threads never write one cache line) and runs at most one chunk per
-thread of ``numba.get_num_threads()`` (Numba's ``NUMBA_NUM_THREADS`` environment variable
-or ``numba.set_num_threads``), and fewer when a call holds little work
+Threads. A kernel batched over samples, ``kernel(model, workspace, c, claim, last,
+...)``, computes the samples below ``last`` that it claims, a block at a time, from the
+counter ``claim`` that every thread of the call shares (``cmtm._jit.claim_samples``),
+with slot c of every workspace array (leading axis), and returns how many it computed.
+``cmtm.api.run_chunks`` gives each thread a workspace of its own (one slot, so that two
+threads never write one cache line) and runs at most one per thread of
+``numba.get_num_threads()`` (Numba's ``NUMBA_NUM_THREADS`` environment variable or
+``numba.set_num_threads``), and fewer when a call holds little work
 (``cmtm.api.chunk_count``). Every sample is computed by the same instructions whatever
-the chunking, so results are identical bit for bit for any thread count.
+thread claims it, so results are identical bit for bit for any thread count.
 """
 from typing import NamedTuple
 

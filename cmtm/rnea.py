@@ -43,16 +43,17 @@ of I^C_i            I_C``            (n,3,3)           rotational inertia about 
 F                   ``F``            (n, 6)            F[j]: column i's I^C_i S_i carried to j
 ==================  ===============  ================  ==================================
 
-Each workspace array has a leading chunk axis ("per slot" shapes above): chunk c of the
-samples runs on one thread with slot c (``cmtm.api.run_chunks``), and every sample runs
-the same instructions whatever its chunk, so results do not depend on the thread count.
+Each workspace array has a leading chunk axis ("per slot" shapes above): a thread runs
+the samples it claims with a slot of its own (``cmtm.api.run_chunks``), and every sample
+runs the same instructions whatever its thread, so results do not depend on the thread
+count.
 """
 import math
 from typing import NamedTuple
 
 import numpy as np
 
-from cmtm._jit import jit, jit_inline, jit_kernel
+from cmtm._jit import claim_samples, jit, jit_inline, jit_kernel
 from cmtm.spatial import (JOINT_REVOLUTE, force_cross_add, joint_screw_add,
                           joint_screw_into, motion_cross_add)
 
@@ -278,13 +279,19 @@ def rnea_sample(model, ws, chunk, q, qd, qdd, tau):
 
 
 @jit_kernel
-def rnea_kernel(model, ws, chunk, first, last, q_stack, tau):
-    """tau[s] = ID(q, q', q'') with gravity at the samples s = first..last-1: q_stack
+def rnea_kernel(model, ws, chunk, claim, last, q_stack, tau):
+    """tau[s] = ID(q, q', q'') with gravity at the samples s it claims: q_stack
     (n_samples, >= 3, n) raw derivatives (q_stack[s, r] = q^(r)), tau (n_samples, n)
     output; model a KernelModel, ws an :class:`RneaWorkspace`, ``chunk`` its slot
     (``cmtm.api.run_chunks`` runs the chunks on threads)."""
-    for s in range(first, last):
-        rnea_sample(model, ws, chunk, q_stack[s, 0], q_stack[s, 1], q_stack[s, 2], tau[s])
+    done = 0
+    first, stop = claim_samples(claim, last)
+    while first < stop:
+        for s in range(first, stop):
+            rnea_sample(model, ws, chunk, q_stack[s, 0], q_stack[s, 1], q_stack[s, 2], tau[s])
+        done += stop - first
+        first, stop = claim_samples(claim, last)
+    return done
 
 
 # --- CRBA (HandC.m) ---
@@ -327,9 +334,15 @@ def crba_sample(model, ws, chunk, q, M):
 
 
 @jit_kernel
-def crba_kernel(model, ws, chunk, first, last, q, M):
-    """M[s] = H(q[s]), the joint-space mass matrix at the samples s = first..last-1:
+def crba_kernel(model, ws, chunk, claim, last, q, M):
+    """M[s] = H(q[s]), the joint-space mass matrix at the samples s it claims:
     q (n_samples, n), M (n_samples, n, n) output; model a KernelModel, ws a
     :class:`CrbaWorkspace`, ``chunk`` its slot (``cmtm.api.run_chunks``)."""
-    for s in range(first, last):
-        crba_sample(model, ws, chunk, q[s], M[s])
+    done = 0
+    first, stop = claim_samples(claim, last)
+    while first < stop:
+        for s in range(first, stop):
+            crba_sample(model, ws, chunk, q[s], M[s])
+        done += stop - first
+        first, stop = claim_samples(claim, last)
+    return done

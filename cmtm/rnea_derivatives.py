@@ -64,7 +64,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cmtm._jit import jit, jit_inline, jit_kernel, jit_leaf
+from cmtm._jit import claim_samples, jit, jit_inline, jit_kernel, jit_leaf
 from cmtm.rnea import (base_motion, composite_inertia_to_parent_add, link_pose_in_parent,
                        world_pose)
 from cmtm.spatial import JOINT_REVOLUTE, force_cross_add, motion_cross_add
@@ -400,20 +400,26 @@ def descendant_blocks(model, ws, c, out):
 
 
 @jit_kernel
-def torque_derivatives_kernel(model, ws, c, first, last, q_stack, out):
+def torque_derivatives_kernel(model, ws, c, claim, last, q_stack, out):
     """out[s, i, r, j] = d tau_i / d q_j^(r) (raw derivatives, r = 0, 1, 2) at the samples s
-    = first..last-1 of q_stack (n_samples, >= 3, n) raw, with work slot c
+    it claims of q_stack (n_samples, >= 3, n) raw, with work slot c
     (``cmtm.api.run_chunks`` runs the chunks on threads): per sample, the passes of the
     module docstring, then the blocks. The passes are called here rather than from a
     per-sample function inlined into the kernel: one level of Numba's IR inlining less
     (cold compile of the order-0 torque Jacobian 4.58-4.76 -> 4.02-4.23 s, four alternating
     runs), at the same speed per sample."""
     base_motion(model.gravity, ws.w_v0[c], ws.w_a0[c])       # v_0 = 0, a_0 = -g (§3.3)
-    for smp in range(first, last):
-        blocks = out[smp]
-        forward_pass(model, ws, c, q_stack[smp, 0], q_stack[smp, 1], q_stack[smp, 2])
-        subtree_sums(model, ws, c)
-        pair_factors(model, ws, c)
-        zero_other_branches(model, blocks)
-        support_blocks(model, ws, c, blocks)
-        descendant_blocks(model, ws, c, blocks)
+    done = 0
+    first, stop = claim_samples(claim, last)
+    while first < stop:
+        for smp in range(first, stop):
+            blocks = out[smp]
+            forward_pass(model, ws, c, q_stack[smp, 0], q_stack[smp, 1], q_stack[smp, 2])
+            subtree_sums(model, ws, c)
+            pair_factors(model, ws, c)
+            zero_other_branches(model, blocks)
+            support_blocks(model, ws, c, blocks)
+            descendant_blocks(model, ws, c, blocks)
+        done += stop - first
+        first, stop = claim_samples(claim, last)
+    return done

@@ -40,16 +40,16 @@ momenta, k+3 forces. Everything inside is Taylor-scaled.
 
 Tree walks and threads. The pairs (i, j in P(i)) are walked through the KernelModel's
 support arrays, the strict descendants of i through its subtree range. The samples are
-split into contiguous chunks, one per thread (``cmtm.api.run_chunks``), each with its own
-slot of every work array of :class:`JacobianWorkspace`; every work array is rewritten
-before it is read in each sample, so results do not depend on the chunking, and no
-kernel allocates.
+shared out to threads in claimed blocks (``cmtm.api.run_chunks``), each thread with its
+own slot of every work array of :class:`JacobianWorkspace`; every work array is rewritten
+before it is read in each sample, so results do not depend on which thread runs a
+sample, and no kernel allocates.
 """
 from typing import NamedTuple
 
 import numpy as np
 
-from cmtm._jit import jit, jit_inline, jit_kernel
+from cmtm._jit import claim_samples, jit, jit_inline, jit_kernel
 from cmtm.dynamics import momentum_stacks
 from cmtm.kinematics import (base_velocity_stacks, link_cmtm_pass, relative_cmtm_inverse,
                              velocity_pass)
@@ -364,8 +364,8 @@ def force_rows(model, ws, chunk, state, wanted, outputs, smp):
 # --- The batched kernel ---
 
 @jit_kernel
-def jacobian_kernel(model, ws, chunk, first, last, qhat, wanted, outputs):
-    """Structured Jacobians of every wanted quantity at the samples first..last-1 (raw
+def jacobian_kernel(model, ws, chunk, claim, last, qhat, wanted, outputs):
+    """Structured Jacobians of every wanted quantity at the samples it claims (raw
     derivatives), in slot ``chunk`` of the workspace (``cmtm.api.run_chunks`` runs the
     chunks on threads).
 
@@ -379,24 +379,30 @@ def jacobian_kernel(model, ws, chunk, first, last, qhat, wanted, outputs):
     parent, S, I, free_root, gravity_root = model.parent, model.screw, model.spatial_inertia, \
         ws.root[0], ws.root[1]
     Xup, free, gravity = ws.Xup[chunk], ws.state[chunk, 0], ws.state[chunk, 1]
-    for smp in range(first, last):
-        q = qhat[smp]
-        relative_cmtm_inverse(model, q, ws.XJinv[chunk], ws.sin_q[chunk],
-                              ws.cos_q[chunk], ws.skew_axis[chunk], Xup)
-        if tangents:
-            tangent_sweep(model, S, Xup, ws.Gx[chunk])
-        if wanted[JOINT_VELOCITY:LINK_TANGENT + 1].any():
-            tangent_rows(model, ws, chunk, wanted, outputs, smp)
-        if wanted[LINK_MOMENTUM:JOINT_MOMENTUM + 1].any() or world:
-            momentum_stacks(parent, S, I, Xup, q, free_root, free[0], free[1], free[2])
-        elif kinematic:
-            velocity_pass(parent, S, Xup, q, free_root, free[0])
-        if world:
-            link_cmtm_pass(parent, Xup, free[0], ws.Xinv_L[chunk], ws.X_L[chunk],
-                           ws.pose[chunk], ws.crosses[chunk])
-        if kinematic:
-            momentum_rows(model, ws, chunk, free, wanted, world, outputs, smp)
-        if forces:
-            momentum_stacks(parent, S, I, Xup, q, gravity_root, gravity[0], gravity[1],
-                            gravity[2])
-            force_rows(model, ws, chunk, gravity, wanted, outputs, smp)
+    done = 0
+    first, stop = claim_samples(claim, last)
+    while first < stop:
+        for smp in range(first, stop):
+            q = qhat[smp]
+            relative_cmtm_inverse(model, q, ws.XJinv[chunk], ws.sin_q[chunk],
+                                  ws.cos_q[chunk], ws.skew_axis[chunk], Xup)
+            if tangents:
+                tangent_sweep(model, S, Xup, ws.Gx[chunk])
+            if wanted[JOINT_VELOCITY:LINK_TANGENT + 1].any():
+                tangent_rows(model, ws, chunk, wanted, outputs, smp)
+            if wanted[LINK_MOMENTUM:JOINT_MOMENTUM + 1].any() or world:
+                momentum_stacks(parent, S, I, Xup, q, free_root, free[0], free[1], free[2])
+            elif kinematic:
+                velocity_pass(parent, S, Xup, q, free_root, free[0])
+            if world:
+                link_cmtm_pass(parent, Xup, free[0], ws.Xinv_L[chunk], ws.X_L[chunk],
+                               ws.pose[chunk], ws.crosses[chunk])
+            if kinematic:
+                momentum_rows(model, ws, chunk, free, wanted, world, outputs, smp)
+            if forces:
+                momentum_stacks(parent, S, I, Xup, q, gravity_root, gravity[0], gravity[1],
+                                gravity[2])
+                force_rows(model, ws, chunk, gravity, wanted, outputs, smp)
+        done += stop - first
+        first, stop = claim_samples(claim, last)
+    return done

@@ -49,7 +49,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cmtm._jit import jit, jit_inline, jit_kernel
+from cmtm._jit import claim_samples, jit, jit_inline, jit_kernel
 from cmtm.kinematics import base_velocity_stacks
 from cmtm.rnea import composite_inertia_to_parent_add
 from cmtm.rnea_derivatives import (inertia_conv, inertia_rate_add, link_world_pose,
@@ -271,9 +271,9 @@ def descendant_pair(s_i, desc_j, T):
 
 
 @jit_kernel
-def torque_jacobian_kernel(model, tw, chunk, first, last, qhat, out):
+def torque_jacobian_kernel(model, tw, chunk, claim, last, qhat, out):
     """out[s, l, i, r, j] = d tau_i^(l) / d q_j^(r) (raw derivatives, l <= k, r <= k+2) at
-    the samples s = first..last-1 of the Taylor-scaled stacks qhat (n_samples, >= k+3, n),
+    the samples s it claims of the Taylor-scaled stacks qhat (n_samples, >= k+3, n),
     with work slot ``chunk`` of the :class:`TorqueWorkspace` tw; ``out`` (n_samples, k+1,
     n, k+3, n) zero-initialised, of which only the blocks of supporting joints are written.
 
@@ -288,15 +288,21 @@ def torque_jacobian_kernel(model, tw, chunk, first, last, qhat, out):
     Panda, orders 1 and 2), identical bits."""
     row_i, col_j, desc_j, s, T = tw.row_i[chunk], tw.col_j[chunk], tw.desc_j[chunk], \
         tw.s[chunk], tw.T[chunk]
-    for smp in range(first, last):
-        world_state(model, tw, chunk, qhat[smp])
-        per_link_jets(model, tw, chunk)
-        blocks = out[smp]
-        for i in range(model.parent.shape[0]):
-            for t in range(model.support_start[i], model.support_start[i + 1]):
-                j = model.support[t]
-                ancestor_pair(row_i[i], col_j[j], T)
-                write_raw_blocks(T, tw.coef, i, j, blocks)
-            for j in range(i + 1, model.subtree_end[i]):
-                descendant_pair(s[i], desc_j[j], T)
-                write_raw_blocks(T, tw.coef, i, j, blocks)
+    done = 0
+    first, stop = claim_samples(claim, last)
+    while first < stop:
+        for smp in range(first, stop):
+            world_state(model, tw, chunk, qhat[smp])
+            per_link_jets(model, tw, chunk)
+            blocks = out[smp]
+            for i in range(model.parent.shape[0]):
+                for t in range(model.support_start[i], model.support_start[i + 1]):
+                    j = model.support[t]
+                    ancestor_pair(row_i[i], col_j[j], T)
+                    write_raw_blocks(T, tw.coef, i, j, blocks)
+                for j in range(i + 1, model.subtree_end[i]):
+                    descendant_pair(s[i], desc_j[j], T)
+                    write_raw_blocks(T, tw.coef, i, j, blocks)
+        done += stop - first
+        first, stop = claim_samples(claim, last)
+    return done

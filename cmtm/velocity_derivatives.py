@@ -52,7 +52,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cmtm._jit import jit, jit_inline, jit_kernel, jit_leaf
+from cmtm._jit import claim_samples, jit, jit_inline, jit_kernel, jit_leaf
 from cmtm.rnea_derivatives import link_world_pose, screw_twist_jets
 from cmtm.spatial import motion_cross_add
 from cmtm.taylor import factorials
@@ -250,14 +250,20 @@ def link_rows(ws, c, i, out):
 
 
 @jit_kernel
-def velocity_derivatives_kernel(model, ws, c, first, last, q_stack, out, finite):
+def velocity_derivatives_kernel(model, ws, c, claim, last, q_stack, out, finite):
     """out[s, l, 6 i + c, r, j] = d nu_i,c^(l) / d q_j^(r) (l <= k, r <= k+1) for j in the
-    support of link i, at the samples s = first..last-1 of q_stack (n_samples, >= k+2, n)
+    support of link i, at the samples s it claims of q_stack (n_samples, >= k+2, n)
     raw, with work slot c; ``out`` (n_samples, k+1, 6 n, k+2, n) zero-initialised;
     finite[s] whether every entry of sample s is finite."""
-    for smp in range(first, last):
-        world_jets(model, ws, c, q_stack[smp])
-        ok = True
-        for i in range(model.parent.shape[0]):
-            ok = link_rows(ws, c, i, out[smp]) and ok
-        finite[smp] = ok
+    done = 0
+    first, stop = claim_samples(claim, last)
+    while first < stop:
+        for smp in range(first, stop):
+            world_jets(model, ws, c, q_stack[smp])
+            ok = True
+            for i in range(model.parent.shape[0]):
+                ok = link_rows(ws, c, i, out[smp]) and ok
+            finite[smp] = ok
+        done += stop - first
+        first, stop = claim_samples(claim, last)
+    return done

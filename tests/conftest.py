@@ -173,6 +173,12 @@ def panda_solution(panda):
     return solve(MotionProblem(panda, CASES["b"], **PAPER), PANDA_WEIGHTS)
 
 
+def claim_all(n_samples):
+    """The ``claim`` counter of a batched kernel (``cmtm._jit.claim_samples``) that hands
+    the first caller every sample below n_samples in one block."""
+    return np.array([0, max(n_samples, 1)], dtype=np.int64)
+
+
 def results_on_threads(thread_counts, call):
     """[call() with n Numba threads for n in thread_counts]; the count (per calling
     thread) is restored afterwards."""
@@ -200,7 +206,9 @@ def kernel_allocations():
     NRT allocation counters over one call of the (already compiled) kernel and over a no-op
     compiled with the kernels' options (``cmtm._jit.KERNEL_OPTIONS``) without the disk cache,
     taking the same arguments, equal when the kernel itself allocates
-    nothing. Skips where Numba keeps no allocation statistics."""
+    nothing. ``args[3]`` is the kernel's claim counter (:func:`claim_all`), rewound before
+    every call so that each call computes its samples. Skips where Numba keeps no
+    allocation statistics."""
     nrt = pytest.importorskip("numba.core.runtime._nrt_python")
     from numba.core.runtime import rtsys
     if not hasattr(nrt, "memsys_enable_stats"):
@@ -211,13 +219,14 @@ def kernel_allocations():
         pass
 
     def allocations(call, args):
+        args[3][0] = 0
         before = rtsys.get_allocation_stats().alloc
         call(*args)
         return rtsys.get_allocation_stats().alloc - before
 
     def count(kernel, args):
-        kernel(*args)                       # compiled outside the count
-        no_op(*args)
+        allocations(kernel, args)           # compiled outside the count
+        allocations(no_op, args)
         return allocations(kernel, args), allocations(no_op, args)
 
     was_enabled = nrt.memsys_stats_enabled()

@@ -13,7 +13,7 @@ not merely close.
 import numba
 import numpy as np
 import pytest
-from conftest import random_stack, results_on_threads
+from conftest import claim_all, random_stack, results_on_threads
 
 import cmtm
 import kinematic_trees as kt
@@ -206,21 +206,22 @@ def test_kernels_allocate_nothing(small_tree, kernel_allocations):
         J, motion = jacobian_outputs(small_tree, n_samples, wanted), \
             motion_outputs(small_tree, n_samples)
         last = n_samples // n_chunks       # the first of n_chunks chunks
+        claim = claim_all(last)
         for name, kernel_call, args in (
                 ("jacobian_kernel", jacobian_kernel,
-                 (kernel, jacobian_workspace(kernel, ORDER, wanted, n_chunks), 0, 0, last,
+                 (kernel, jacobian_workspace(kernel, ORDER, wanted, n_chunks), 0, claim, last,
                   qhat, wanted, J)),
                 ("velocity_derivatives_kernel", velocity_derivatives_kernel,
-                 (kernel, velocity_derivatives_workspace(kernel, ORDER, n_chunks), 0, 0, last,
-                  q, *velocity_outputs(small_tree, n_samples))),
+                 (kernel, velocity_derivatives_workspace(kernel, ORDER, n_chunks), 0, claim,
+                  last, q, *velocity_outputs(small_tree, n_samples))),
                 ("torque_jacobian_kernel", torque_jacobian_kernel,
-                 (kernel, torque_workspace(kernel, ORDER, n_chunks), 0, 0, last, qhat,
+                 (kernel, torque_workspace(kernel, ORDER, n_chunks), 0, claim, last, qhat,
                   torque_output(small_tree, n_samples))),
                 ("link_cmtm_kernel", link_cmtm_kernel,
-                 (kernel, link_cmtm_workspace(kernel, ORDER + 1, n_chunks), 0, 0, last,
+                 (kernel, link_cmtm_workspace(kernel, ORDER + 1, n_chunks), 0, claim, last,
                   qhat, link_cmtm_output(small_tree, n_samples))),
                 ("motion_kernel", motion_kernel,
-                 (kernel, motion_workspace(kernel, ORDER, True, n_chunks), 0, 0, last, qhat,
-                  True, True, True, motion))):
+                 (kernel, motion_workspace(kernel, ORDER, True, n_chunks), 0, claim, last,
+                  qhat, True, True, True, motion))):
             kernel_count, no_op_count = kernel_allocations(kernel_call, args)
             assert kernel_count == no_op_count, name

@@ -2,10 +2,10 @@
 Jacobians, the link poses of cmtm.comprehensive): the same bits for any thread count,
 workspaces allocated once and reused, nothing allocated inside a kernel.
 
-Reference: the engine itself run on one thread (``numba.set_num_threads(1)``, one chunk of
-samples) against all of ``numba.config.NUMBA_NUM_THREADS`` (one chunk per thread). Every
-sample runs the same instructions whatever its chunk, so the results must be equal bit
-for bit (np.array_equal), not merely close.
+Reference: the engine itself run on one thread (``numba.set_num_threads(1)``) against all
+of ``numba.config.NUMBA_NUM_THREADS`` (the samples claimed block by block by every
+thread). Every sample runs the same instructions whatever its thread, so the results must
+be equal bit for bit (np.array_equal), not merely close.
 """
 import threading
 import time
@@ -13,11 +13,12 @@ import time
 import numba
 import numpy as np
 import pytest
-from conftest import random_stack, results_on_threads
+from conftest import claim_all, random_stack, results_on_threads
 
 import cmtm
 import kinematic_trees as kt
 from cmtm import api, rnea
+from cmtm._jit import claim_samples
 from cmtm.comprehensive import link_poses_kernel, link_poses_workspace
 from cmtm.rnea_derivatives import torque_derivatives_kernel, torque_derivatives_workspace
 from cmtm.velocity_derivatives import velocity_derivatives_kernel, velocity_derivatives_workspace
@@ -120,7 +121,8 @@ def test_kernels_allocate_nothing(panda, kernel_allocations):
                 (link_poses_kernel, link_poses_workspace(kernel, n_chunks), (q0, R, p)),
                 (velocity_derivatives_kernel,
                  velocity_derivatives_workspace(kernel, 0, n_chunks), (q, J_v, finite))):
-            args = (kernel, ws, 0, 0, n_samples // n_chunks) + arrays   # chunk 0
+            last = n_samples // n_chunks                     # the first of n_chunks chunks
+            args = (kernel, ws, 0, claim_all(last), last) + arrays
             kernel_count, no_op_count = kernel_allocations(kernel_call, args)
             assert kernel_count == no_op_count, kernel_call.__name__
 
@@ -152,18 +154,44 @@ def test_chunk_count_asks_for_the_threads_only_for_work_that_fills_two_chunks(mo
     assert api.chunk_count(100, 2.5 * least / 100) == 2
 
 
-def test_chunk_bounds_cover_the_samples_once_with_the_lead_in_chunk_0():
-    """Contiguous chunks from start to n_samples; chunk 0 holds the ``lead`` samples on top
-    of a near-equal share of the rest (the others differ by at most one sample)."""
-    for start, n_samples, n_chunks, lead in ((0, 200, 2, 4), (1, 200, 2, 0), (0, 7, 3, 2),
-                                             (5, 105, 4, 10), (0, 10, 2, 5), (0, 3, 3, 0)):
-        bounds = [api.chunk_bounds(start, n_samples, n_chunks, c, lead)
-                  for c in range(n_chunks)]
-        assert bounds[0][0] == start and bounds[-1][1] == n_samples
-        assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:]))
-        shares = [last - first for first, last in bounds]
-        shares[0] -= lead
-        assert min(shares) >= 0 and max(shares) - min(shares) <= 1
+@numba.njit(nogil=True)
+def claim_every_sample(claim, last, hits):
+    """hits[s] += 1 for every sample s this thread claims (a batched kernel's loop with no
+    work in it); returns how many it claimed."""
+    done = 0
+    first, stop = claim_samples(claim, last)
+    while first < stop:
+        for s in range(first, stop):
+            hits[s] += 1
+        done += stop - first
+        first, stop = claim_samples(claim, last)
+    return done
+
+
+@pytest.mark.parametrize("start, block", [(0, 1), (5, 3)])
+def test_claimed_blocks_cover_the_samples_once_on_two_threads(start, block):
+    """Two threads claiming from one counter at the same time (each with hits of its own):
+    every sample from ``start`` to the end is claimed exactly once, none before ``start``.
+    Millions of claims, so that the threads overlap and a counter that is not atomic
+    (a load, then a store) hands some samples to both (seen: the test failing in each of
+    five runs with such a counter planted in ``cmtm._jit``)."""
+    n_samples = 10_000_000
+    claim = np.array([start, block], dtype=np.int64)
+    hits = np.zeros((2, n_samples), dtype=np.uint8)
+    claim_every_sample(np.array([0, 1], dtype=np.int64), 1, np.zeros((1,), np.uint8))
+    barrier, done = threading.Barrier(2), [0, 0]
+
+    def run(t):
+        barrier.wait()
+        done[t] = claim_every_sample(claim, n_samples, hits[t])
+    threads = [threading.Thread(target=run, args=(t,)) for t in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    total = hits.sum(axis=0, dtype=np.int64)
+    assert (total[:start] == 0).all() and (total[start:] == 1).all()
+    assert sum(done) == n_samples - start and min(done) > 0
 
 
 @pytest.fixture
@@ -190,19 +218,31 @@ def test_small_calls_stay_on_the_calling_thread(panda, chunk_counts):
 
 
 def test_the_cost_estimate_is_the_calling_threads_kernel_time(monkeypatch, chunk_counts):
-    """A split call measures the kernel's cost on the calling thread's chunk, not the call's
-    wall time: here the chunk handed to the pool is slow (a stand-in kernel that sleeps
-    20 ms off the calling thread), which a wall-time estimate (20 ms x 2 chunks / 99
+    """A split call measures the kernel's cost on the calling thread, not the call's wall
+    time: here the pool's thread is slow (a stand-in kernel that sleeps 20 ms off the
+    calling thread before claiming), which a wall-time estimate (20 ms x 2 threads / 99
     samples) would read as 0.4 ms per sample and keep splitting; the calling thread's
-    chunk costs microseconds, so the next call runs in one chunk."""
+    samples cost microseconds (one block of all of them: BLOCK_SECONDS raised), so the next
+    call runs on one thread."""
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("one Numba thread: nothing to split")
     calling_thread = threading.current_thread()
+    monkeypatch.setattr(api, "BLOCK_SECONDS", 1.0)
+    lock = threading.Lock()
 
-    def kernel(kernel_model, work, slot, first, last, out):
+    def kernel(kernel_model, work, slot, claim, last, out):
         if threading.current_thread() is not calling_thread:
             time.sleep(0.02)
-        out[first:last] = 1.0
+        done = 0
+        while True:
+            with lock:                                  # claim_samples, in Python
+                first = int(claim[0])
+                claim[0] += claim[1]
+            stop = min(first + int(claim[1]), last)
+            if first >= stop:
+                return done
+            out[first:stop] = 1.0
+            done += stop - first
     model, out, default = kt.compile_tree(kt.serial_chain(2)), np.zeros(100), \
         api.MIN_CHUNK_SECONDS
 

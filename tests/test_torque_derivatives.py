@@ -16,15 +16,15 @@ from cmtm import api
 from cmtm.rnea_derivatives import torque_derivatives_kernel, torque_derivatives_workspace
 from cmtm.taylor import taylor_from_raw
 from cmtm.torque_jacobian import torque_jacobian_kernel, torque_workspace
-from conftest import random_stack, relative_error, results_on_threads
+from conftest import claim_all, random_stack, relative_error, results_on_threads
 
 
 def lemma6_order0(model, q_stack):
     """d tau / d(q, q', q'') (n_samples, nv, 3, nv) from the Lemma 6 jet kernel at k = 0."""
     kernel, n_samples, nv = api.kernel_model_of(model), q_stack.shape[0], model.nv
     out = np.zeros((n_samples, 1, nv, 3, nv))
-    torque_jacobian_kernel(kernel, torque_workspace(kernel, 0, 1), 0, 0, n_samples,
-                           taylor_from_raw(q_stack[:, :3]), out)
+    torque_jacobian_kernel(kernel, torque_workspace(kernel, 0, 1), 0, claim_all(n_samples),
+                           n_samples, taylor_from_raw(q_stack[:, :3]), out)
     return out[:, 0]
 
 
@@ -60,8 +60,8 @@ def test_entries_off_the_branches_are_written_zero(models):
     q_stack = random_stack(model, 3, n_samples=2, seed=1)
     out = np.full((2, model.nv, 3, model.nv), np.nan)
     kernel = api.kernel_model_of(model)
-    torque_derivatives_kernel(kernel, torque_derivatives_workspace(kernel, 1), 0, 0, 2, q_stack,
-                              out)
+    torque_derivatives_kernel(kernel, torque_derivatives_workspace(kernel, 1), 0, claim_all(2),
+                              2, q_stack, out)
     expected = lemma6_order0(model, q_stack)
     assert np.isfinite(out).all()
     related = np.zeros((model.nv, model.nv), dtype=bool)
