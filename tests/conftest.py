@@ -179,6 +179,20 @@ def claim_all(n_samples):
     return np.array([0, max(n_samples, 1)], dtype=np.int64)
 
 
+def run_in_chunks(kernel, kernel_model, works, n_samples, *arrays):
+    """A batched kernel over n_samples samples cut into len(works) contiguous chunks, chunk c
+    run with workspace works[c] (slot 0), one chunk after another on the calling thread,
+    claimed two samples at a time (the last block of a chunk cut at its end), each call
+    checked to return its chunk's number of samples. Every workspace then computes
+    samples whatever the host's timing: ``cmtm.api.run_chunks`` runs the workspaces at once,
+    and its calling thread may claim every sample before another thread starts."""
+    bounds = np.linspace(0, n_samples, len(works) + 1).round().astype(np.int64)
+    for work, first, last in zip(works, bounds[:-1], bounds[1:]):
+        done = kernel(kernel_model, work, 0, np.array([first, 2], dtype=np.int64), last,
+                      *arrays)
+        assert done == last - first
+
+
 def results_on_threads(thread_counts, call):
     """[call() with n Numba threads for n in thread_counts]; the count (per calling
     thread) is restored afterwards."""

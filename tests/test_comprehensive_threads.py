@@ -4,16 +4,16 @@ cmtm.comprehensive.motion_kernel and link_cmtm_kernel, run by cmtm.api.run_chunk
 same bits for any thread count or chunking, one cached workspace per call shape, nothing
 allocated inside a kernel.
 
-Reference: the engine itself on one thread (``numba.set_num_threads(1)``, one chunk of
-samples) against all of ``numba.config.NUMBA_NUM_THREADS`` (one chunk per thread), and
-the kernels run directly in 1..7 chunks. Every sample runs the same instructions in
+Reference: the engine itself on one thread (``numba.set_num_threads(1)``) against all of
+``numba.config.NUMBA_NUM_THREADS``, and the kernels run directly in 1..7 chunks of
+samples, each with a workspace of its own (``conftest.run_in_chunks``). Every sample runs the same instructions in
 its chunk's own work arrays, so the results must be equal bit for bit (np.array_equal),
 not merely close.
 """
 import numba
 import numpy as np
 import pytest
-from conftest import claim_all, random_stack, results_on_threads
+from conftest import claim_all, random_stack, results_on_threads, run_in_chunks
 
 import cmtm
 import kinematic_trees as kt
@@ -99,18 +99,18 @@ def motion_outputs(model, n_samples):
 def jacobian_kernel_outputs(model, qhat, wanted, n_chunks):
     """The Taylor outputs of jacobian_kernel run in n_chunks chunks."""
     kernel, outputs = api.kernel_model_of(model), jacobian_outputs(model, qhat.shape[0], wanted)
-    api.run_chunks(jacobian_kernel, kernel,
-                   [jacobian_workspace(kernel, ORDER, wanted, 1) for _ in range(n_chunks)],
-                   qhat.shape[0], qhat, wanted, outputs)
+    run_in_chunks(jacobian_kernel, kernel,
+                  [jacobian_workspace(kernel, ORDER, wanted, 1) for _ in range(n_chunks)],
+                  qhat.shape[0], qhat, wanted, outputs)
     return outputs
 
 
 def velocity_kernel_output(model, q, n_chunks):
     """The output of velocity_derivatives_kernel (raw stack q) run in n_chunks chunks."""
     kernel, (out, finite) = api.kernel_model_of(model), velocity_outputs(model, q.shape[0])
-    api.run_chunks(velocity_derivatives_kernel, kernel,
-                   [velocity_derivatives_workspace(kernel, ORDER, 1) for _ in range(n_chunks)],
-                   q.shape[0], q, out, finite)
+    run_in_chunks(velocity_derivatives_kernel, kernel,
+                  [velocity_derivatives_workspace(kernel, ORDER, 1) for _ in range(n_chunks)],
+                  q.shape[0], q, out, finite)
     assert finite.all()
     return out
 
@@ -123,9 +123,9 @@ def torque_output(model, n_samples):
 def torque_kernel_output(model, qhat, n_chunks):
     """The raw output of torque_jacobian_kernel run in n_chunks chunks."""
     kernel, out = api.kernel_model_of(model), torque_output(model, qhat.shape[0])
-    api.run_chunks(torque_jacobian_kernel, kernel,
-                   [torque_workspace(kernel, ORDER, 1) for _ in range(n_chunks)],
-                   qhat.shape[0], qhat, out)
+    run_in_chunks(torque_jacobian_kernel, kernel,
+                  [torque_workspace(kernel, ORDER, 1) for _ in range(n_chunks)],
+                  qhat.shape[0], qhat, out)
     return out
 
 
@@ -137,18 +137,18 @@ def link_cmtm_output(model, n_samples):
 def link_cmtm_kernel_output(model, qhat, n_chunks):
     """The Taylor output of link_cmtm_kernel run in n_chunks chunks."""
     kernel, out = api.kernel_model_of(model), link_cmtm_output(model, qhat.shape[0])
-    api.run_chunks(link_cmtm_kernel, kernel,
-                   [link_cmtm_workspace(kernel, ORDER + 1, 1) for _ in range(n_chunks)],
-                   qhat.shape[0], qhat, out)
+    run_in_chunks(link_cmtm_kernel, kernel,
+                  [link_cmtm_workspace(kernel, ORDER + 1, 1) for _ in range(n_chunks)],
+                  qhat.shape[0], qhat, out)
     return out
 
 
 def motion_kernel_outputs(model, qhat, n_chunks):
     """The Taylor outputs of motion_kernel run in n_chunks chunks."""
     kernel, outputs = api.kernel_model_of(model), motion_outputs(model, qhat.shape[0])
-    api.run_chunks(motion_kernel, kernel,
-                   [motion_workspace(kernel, ORDER, True, 1) for _ in range(n_chunks)],
-                   qhat.shape[0], qhat, True, True, True, outputs)
+    run_in_chunks(motion_kernel, kernel,
+                  [motion_workspace(kernel, ORDER, True, 1) for _ in range(n_chunks)],
+                  qhat.shape[0], qhat, True, True, True, outputs)
     return outputs
 
 

@@ -13,7 +13,7 @@ import time
 import numba
 import numpy as np
 import pytest
-from conftest import claim_all, random_stack, results_on_threads
+from conftest import claim_all, random_stack, results_on_threads, run_in_chunks
 
 import cmtm
 import kinematic_trees as kt
@@ -54,8 +54,8 @@ def kernel_run(function, kernel, q, n_chunks):
     else:
         kernel_call, allocate, args = link_poses_kernel, link_poses_workspace, \
             (q0, np.empty((n_samples, nv, 3, 3)), np.empty((n_samples, nv, 3)))
-    api.run_chunks(kernel_call, kernel, [allocate(kernel, 1) for _ in range(n_chunks)],
-                   n_samples, *args)
+    run_in_chunks(kernel_call, kernel, [allocate(kernel, 1) for _ in range(n_chunks)],
+                  n_samples, *args)
     return args[1:]
 
 
