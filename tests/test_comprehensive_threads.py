@@ -6,9 +6,9 @@ allocated inside a kernel.
 
 Reference: the engine itself on one thread (``numba.set_num_threads(1)``) against all of
 ``numba.config.NUMBA_NUM_THREADS``, and the kernels run directly in 1..7 chunks of
-samples, each with a workspace of its own (``conftest.run_in_chunks``). Every sample runs the same instructions in
-its chunk's own work arrays, so the results must be equal bit for bit (np.array_equal),
-not merely close.
+samples, each with a workspace of its own (``conftest.run_in_chunks``). Every sample runs
+the same instructions in its chunk's own work arrays, so the results must be equal bit for
+bit (np.array_equal), not merely close.
 """
 import numba
 import numpy as np

@@ -18,7 +18,7 @@ from conftest import claim_all, random_stack, results_on_threads, run_in_chunks
 import cmtm
 import kinematic_trees as kt
 from cmtm import api, rnea
-from cmtm._jit import claim_samples
+from cmtm._jit import _fetch_add_python, claim_samples
 from cmtm.comprehensive import link_poses_kernel, link_poses_workspace
 from cmtm.rnea_derivatives import torque_derivatives_kernel, torque_derivatives_workspace
 from cmtm.velocity_derivatives import velocity_derivatives_kernel, velocity_derivatives_workspace
@@ -236,8 +236,7 @@ def test_the_cost_estimate_is_the_calling_threads_kernel_time(monkeypatch, chunk
         done = 0
         while True:
             with lock:                                  # claim_samples, in Python
-                first = int(claim[0])
-                claim[0] += claim[1]
+                first = _fetch_add_python(claim, int(claim[1]))
             stop = min(first + int(claim[1]), last)
             if first >= stop:
                 return done
