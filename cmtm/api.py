@@ -870,9 +870,12 @@ def _torque_jacobian(model, stack, k):
     n_samples, nv = stack.shape[0], stack.shape[2]
     if k == 0:
         J = np.empty((n_samples, nv, 3, nv))
+        finite = np.empty(n_samples, dtype=np.bool_)
         run_on_threads(model, torque_derivatives_kernel, "torque_derivatives", (),
-                       torque_derivatives_workspace, n_samples, stack, J)
-        return check_finite("joint_torque", J)[:, None]
+                       torque_derivatives_workspace, n_samples, stack, J, finite)
+        if not finite.all():
+            raise overflow_error("joint_torque")
+        return J[:, None]
     J = np.zeros((n_samples, k + 1, nv, k + 3, nv))
     run_on_threads(model, torque_jacobian_kernel, "torque_jacobian", (k,),
                    lambda kmodel, slots: torque_workspace(kmodel, k, slots),

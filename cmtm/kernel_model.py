@@ -11,7 +11,11 @@ Tree traversal (links in depth-first pre-order, ``parent[i] < i``):
 
 * subtree of link i: ``range(i, subtree_end[i])``;
 * support of link i (the joints that move it, i first, the root last):
-  ``support[support_start[i]:support_start[i + 1]]``.
+  ``support[support_start[i]:support_start[i + 1]]``;
+* the same joints from the root, cut into runs of consecutive joints:
+  ``runs[run_start[i]:run_start[i + 1]]``, rows (first joint, length), so that a loop over
+  the support of i reads and writes contiguous entries (one run for a serial chain, one
+  more per branch the path leaves in a tree).
 
 Threads. A kernel batched over samples, ``kernel(model, workspace, c, claim, last,
 ...)``, computes the samples below ``last`` that it claims, a block at a time, from the
@@ -41,6 +45,8 @@ class KernelModel(NamedTuple):
     subtree_end          (n,) int64      subtree of i is range(i, subtree_end[i])
     support_start        (n+1,) int64    support of i is support[support_start[i]:
     support              (total,) int64  support_start[i+1]]: i, parent[i], ..., root
+    run_start            (n+1,) int64    runs of i are runs[run_start[i]:run_start[i+1]]:
+    runs                 (r, 2) int64    (first joint, length), root first
     joint_type           (n,) int64      kinematic_trees.joint_types codes
     axis                 (n, 3)          unit joint axis in the link frame
     placement_R          (n, 3, 3)       pose of joint i's frame in the parent link
@@ -59,6 +65,8 @@ class KernelModel(NamedTuple):
     subtree_end: np.ndarray
     support_start: np.ndarray
     support: np.ndarray
+    run_start: np.ndarray
+    runs: np.ndarray
     joint_type: np.ndarray
     axis: np.ndarray
     placement_R: np.ndarray
@@ -87,6 +95,22 @@ def support_arrays(parent):
     return start, flat
 
 
+def support_runs(support_start, support):
+    """(run_start, runs): the support of each link i from the root (i last: its support
+    list reversed) cut into runs of consecutive joints, rows (first joint, length) of
+    runs[run_start[i]:run_start[i + 1]]."""
+    run_start, runs = [0], []
+    for i in range(len(support_start) - 1):
+        path = support[support_start[i]:support_start[i + 1]][::-1]
+        for t, joint in enumerate(path):
+            if t > 0 and joint == path[t - 1] + 1:
+                runs[-1][1] += 1
+            else:
+                runs.append([int(joint), 1])
+        run_start.append(len(runs))
+    return np.array(run_start, dtype=np.int64), np.array(runs, dtype=np.int64).reshape(-1, 2)
+
+
 def _frozen(array, dtype=np.float64):
     array = np.ascontiguousarray(array, dtype=dtype)
     array.flags.writeable = False
@@ -97,10 +121,12 @@ def kernel_model(tree):
     """The :class:`KernelModel` of a checked ``CompiledTree`` (``cmtm.api.check_model``);
     the joint screws and inverse placements filled by ``cmtm.kinematics.joint_geometry``."""
     start, support = support_arrays(tree.parent)
+    run_start, runs = support_runs(start, support)
     mass, n = np.asarray(tree.mass), len(tree.parent)
     model = KernelModel(
         parent=tree.parent, subtree_end=tree.subtree_end,
         support_start=_frozen(start, np.int64), support=_frozen(support, np.int64),
+        run_start=_frozen(run_start, np.int64), runs=_frozen(runs, np.int64),
         joint_type=tree.joint_type, axis=tree.axis, placement_R=tree.placement_R,
         placement_p=tree.placement_p, mass=tree.mass,
         first_moment=_frozen(mass[:, None] * np.asarray(tree.com)),

@@ -27,8 +27,8 @@ and from d/dt (Ad_i^{-1} x) = Ad_i^{-1} (x' - v_i x x) =: Ad_i^{-1} D x: the tim
 derivatives A^(m) = Ad_i^{-1} (D^m s'_j)_0 and B^(m) = Ad_i^{-1} (D^m s_j)_0, D the
 derivative seen from link i, computed on the jets (``comoving_columns``). The world columns
 are laid out side by side (last axis: the joint); each link maps the columns of its support,
-run by run of consecutive joints (``support_runs``), into contiguous row segments of the
-output. Columns of other joints are left as they are (the caller zero-initialises the
+run by run of consecutive joints (the KernelModel's ``runs``), into contiguous row segments
+of the output. Columns of other joints are left as they are (the caller zero-initialises the
 output). The kernel reports, per sample, whether every entry it wrote is finite, so that
 the caller need not scan an output that can be megabytes per sample.
 
@@ -58,33 +58,11 @@ from cmtm.spatial import motion_cross_add
 from cmtm.taylor import factorials
 
 
-def support_runs(model):
-    """(run_start, runs) of a KernelModel: the path of each link i (its support from the
-    root, i last: the KernelModel's support list of i reversed) cut into runs of
-    consecutive joints, row (first joint, length), runs[run_start[i]:run_start[i+1]]; a
-    serial chain has one run per link, a tree one more per branch the path leaves. A kernel
-    writes a run as one contiguous row segment of its output."""
-    path_start = np.asarray(model.support_start)
-    path = np.concatenate([np.asarray(model.support[path_start[i]:path_start[i + 1]])[::-1]
-                           for i in range(len(path_start) - 1)])
-    run_start, runs = [0], []
-    for i in range(len(path_start) - 1):
-        for t in range(path_start[i], path_start[i + 1]):
-            if t > path_start[i] and path[t] == path[t - 1] + 1:
-                runs[-1][1] += 1
-            else:
-                runs.append([path[t], 1])
-        run_start.append(len(runs))
-    return np.array(run_start, dtype=np.int64), np.array(runs, dtype=np.int64).reshape(-1, 2)
-
-
 class VelocityDerivativesWorkspace(NamedTuple):
     """Work arrays of :func:`velocity_derivatives_kernel` for n links and K = k+1 output
-    orders: run_start, runs, identity, origin, rest, binomial and inverse_factorial shared
-    by the chunks, the others with a leading chunk axis."""
+    orders: identity, origin, rest, binomial and inverse_factorial shared by the chunks,
+    the others with a leading chunk axis."""
 
-    run_start: np.ndarray   # (n+1,) int64, runs[run_start[i]:run_start[i+1]] of link i
-    runs: np.ndarray        # (n_runs, 2) int64: first joint, length
     identity: np.ndarray    # (3, 3) pose of the base
     origin: np.ndarray      # (3,)
     rest: np.ndarray        # (K, 6) twist jet of the base (at rest)
@@ -106,14 +84,12 @@ def velocity_derivatives_workspace(kernel_model, order, n_chunks):
     """A :class:`VelocityDerivativesWorkspace` for a KernelModel, order k and n_chunks
     chunks."""
     n, K = kernel_model.parent.shape[0], order + 1
-    run_start, runs = support_runs(kernel_model)
     binomial = np.array([[math.comb(l, r) for r in range(K)] for l in range(K)], dtype=float)
 
     def work(*shape):
         return np.empty((n_chunks,) + shape)
     return VelocityDerivativesWorkspace(
-        run_start=run_start, runs=runs, identity=np.eye(3), origin=np.zeros(3),
-        rest=np.zeros((K, 6)), binomial=binomial,
+        identity=np.eye(3), origin=np.zeros(3), rest=np.zeros((K, 6)), binomial=binomial,
         inverse_factorial=1.0 / factorials(K),
         E=work(3, 3), R=work(3, 3), p=work(3), w_R=work(n, 3, 3), w_p=work(n, 3),
         w_S=work(n, K + 1, 6), w_V=work(n, K, 6), jets=work(2, K, 6),
@@ -222,7 +198,7 @@ def body_columns(R, p, cols, first, length, row0, out):
 
 
 @jit_inline
-def link_rows(ws, c, i, out):
+def link_rows(model, ws, c, i, out):
     """The rows of link i of one sample's output (K, 6 n, K+1, n): every order, every
     joint of its support, run by run; returns False if an entry is not finite.
 
@@ -235,8 +211,8 @@ def link_rows(ws, c, i, out):
     does not call it); inlining binomial_blocks gained nothing measurable."""
     K, ok = out.shape[0], True
     R, p, cols, body = ws.w_R[c, i], ws.w_p[c, i], ws.w_cols[c], ws.body[c]
-    for u in range(ws.run_start[i], ws.run_start[i + 1]):
-        joint, length = ws.runs[u, 0], ws.runs[u, 1]
+    for u in range(model.run_start[i], model.run_start[i + 1]):
+        joint, length = model.runs[u, 0], model.runs[u, 1]
         ok = body_columns(R, p, cols[0, 0], joint, length, 6 * i, out[0, :, 0]) and ok
         ok = body_columns(R, p, cols[1, 0], joint, length, 6 * i, out[0, :, 1]) and ok
         if K > 1:
@@ -262,7 +238,7 @@ def velocity_derivatives_kernel(model, ws, c, claim, last, q_stack, out, finite)
             world_jets(model, ws, c, q_stack[smp])
             ok = True
             for i in range(model.parent.shape[0]):
-                ok = link_rows(ws, c, i, out[smp]) and ok
+                ok = link_rows(model, ws, c, i, out[smp]) and ok
             finite[smp] = ok
         done += stop - first
         first, stop = claim_samples(claim, last)

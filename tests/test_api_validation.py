@@ -325,6 +325,20 @@ def test_link_velocity_jacobian_overflow_is_a_value_error():
         cmtm.jacobian(model, q, "link_velocity")
 
 
+def test_torque_jacobian_overflow_is_a_value_error():
+    """The order-0 torque kernel flags its own non-finite blocks (no scan of the output):
+    rates of 1e160 (d tau / d q ~ v^2 beyond float64) in one sample of five must raise,
+    not return inf; rates of 1e152 take the kernel's slow path (pair factors beyond
+    FACTOR_BOUND) to finite blocks, returned by test_large_finite_results_are_returned."""
+    model = kt.compile_tree(kt.serial_chain(3))
+    q = np.zeros((5, 3, 3))
+    q[:, 0] = [0.3, 0.2, 0.1]
+    q[3, 1] = 1e160
+    assert np.isfinite(cmtm.jacobian(model, q[[0, 1, 2, 4]], "joint_torque")).all()
+    with pytest.raises(ValueError, match="joint_torque: expected a finite result"):
+        cmtm.jacobian(model, q, "joint_torque")
+
+
 def all_finite_cases():
     """(name, array): finite, one NaN / +inf / -inf, entries near 1e308 (whose sum
     overflows: 1e5 of 1e304, with and without one NaN), entries whose squares overflow (one

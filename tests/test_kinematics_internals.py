@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 import cmtm
+import kinematic_trees as kt
 from cmtm import kinematics
+from cmtm.kernel_model import kernel_model
 from cmtm.reference import cmtm_inverse_blocks
 from cmtm.spatial import motion_transform_inverse
 from kinematic_trees.inertia import axis_rotation
@@ -64,3 +66,23 @@ def test_classic_rnea_equals_the_comprehensive_engine_at_order_zero(tree12, pand
         # same sums in a different order: agreement to a few ulps of the torque scale
         np.testing.assert_allclose(fast, comprehensive, rtol=0,
                                    atol=1e-13 * np.abs(comprehensive).max())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_support_runs_are_the_ancestor_paths_cut_where_joints_jump(seed):
+    """The KernelModel's runs of each link, expanded, are its path from the root (walked
+    here through the parents), and each run is maximal: the next run's first joint is not
+    the last joint + 1 (a serial chain: one run per link)."""
+    tree = kt.compile_tree(kt.random_tree(15, branching=0.6, seed=seed))
+    kernel = kernel_model(tree)
+    assert (np.diff(kernel.run_start) > 1).any()        # a path leaves a branch
+    for i in range(tree.nv):
+        path, j = [], i
+        while j >= 0:
+            path.insert(0, j)
+            j = int(tree.parent[j])
+        runs = kernel.runs[kernel.run_start[i]:kernel.run_start[i + 1]]
+        assert [int(f + t) for f, length in runs for t in range(length)] == path
+        assert all(runs[u + 1, 0] != runs[u, 0] + runs[u, 1] for u in range(len(runs) - 1))
+    chain = kernel_model(kt.compile_tree(kt.serial_chain(5)))
+    assert chain.runs.tolist() == [[0, length] for length in range(1, 6)]

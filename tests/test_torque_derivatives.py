@@ -60,8 +60,10 @@ def test_entries_off_the_branches_are_written_zero(models):
     q_stack = random_stack(model, 3, n_samples=2, seed=1)
     out = np.full((2, model.nv, 3, model.nv), np.nan)
     kernel = api.kernel_model_of(model)
+    finite = np.zeros(2, dtype=np.bool_)
     torque_derivatives_kernel(kernel, torque_derivatives_workspace(kernel, 1), 0, claim_all(2),
-                              2, q_stack, out)
+                              2, q_stack, out, finite)
+    assert finite.all()
     expected = lemma6_order0(model, q_stack)
     assert np.isfinite(out).all()
     related = np.zeros((model.nv, model.nv), dtype=bool)
