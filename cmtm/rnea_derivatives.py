@@ -375,12 +375,14 @@ def support_blocks(model, ws, c, out):
     """out[i, r, j] for j in the support of i, i.e. i in the subtree of j:
     (s'_j . c_i + s''_j . b_i, s_j . c_i + 2 s'_j . b_i, s_j . b_i), run by run of the
     support (the KernelModel's ``runs``), j innermost over consecutive entries of the
-    screw columns and of the output row (:func:`cmtm._jit.index_range`: vectorized).
-    Measured against j outer, i inner over the subtree (the same sums, identical bits;
-    kernel alone, one thread, 200 samples, 50 for the 128-link chain, two alternating
-    runs, cmtm / Pinocchio's computeRNEADerivatives): 128-link chain 1.17-1.27 ->
-    0.79-0.82, 32-link chain 0.83-0.91 -> 0.73-0.82 (with :func:`descendant_blocks`
-    vectorized in both)."""
+    screw columns and of the output row (:func:`cmtm._jit.index_range`: vectorized), one
+    loop per row r. Kernel alone, one thread, 200 samples (50 for the 128-link chain),
+    cmtm / Pinocchio's computeRNEADerivatives, alternating runs: against j outer and i
+    inner over the subtree (the same sums, identical bits), 128-link chain 1.17-1.27 ->
+    0.79-0.82 and 32-link chain 0.83-0.91 -> 0.73-0.82; one loop per row rather than one
+    for the three (12 or 6 columns read per loop, so fewer alias checks before each),
+    Panda 0.62-0.66 -> 0.56-0.57, 32-link chain 0.72-0.84 -> 0.69-0.74, 128-link chain
+    0.78-0.96 -> 0.74-0.80, for ~1 s more of cold compile (three pairs of runs)."""
     C, B = ws.row[c, 0], ws.row[c, 1]
     s, ds, dds = ws.columns[c, 0], ws.columns[c, 1], ws.columns[c, 2]
     for i in range(model.parent.shape[0]):
@@ -388,20 +390,20 @@ def support_blocks(model, ws, c, out):
         B0, B1, B2, B3, B4, B5 = B[0, i], B[1, i], B[2, i], B[3, i], B[4, i], B[5, i]
         d_q, d_qd, d_qdd = out[i, 0], out[i, 1], out[i, 2]
         for u in range(model.run_start[i], model.run_start[i + 1]):
-            for j in index_range(model.runs[u, 0], model.runs[u, 0] + model.runs[u, 1]):
-                sb = s[0, j] * B0 + s[1, j] * B1 + s[2, j] * B2 + s[3, j] * B3 + \
+            first, stop = model.runs[u, 0], model.runs[u, 0] + model.runs[u, 1]
+            for j in index_range(first, stop):              # s'_j . c_i + s''_j . b_i
+                d_q[j] = (ds[0, j] * C0 + ds[1, j] * C1 + ds[2, j] * C2 + ds[3, j] * C3 +
+                          ds[4, j] * C4 + ds[5, j] * C5) + \
+                    (dds[0, j] * B0 + dds[1, j] * B1 + dds[2, j] * B2 + dds[3, j] * B3 +
+                     dds[4, j] * B4 + dds[5, j] * B5)
+            for j in index_range(first, stop):              # s_j . c_i + 2 s'_j . b_i
+                d_qd[j] = (s[0, j] * C0 + s[1, j] * C1 + s[2, j] * C2 + s[3, j] * C3 +
+                           s[4, j] * C4 + s[5, j] * C5) + 2.0 * \
+                    (ds[0, j] * B0 + ds[1, j] * B1 + ds[2, j] * B2 + ds[3, j] * B3 +
+                     ds[4, j] * B4 + ds[5, j] * B5)
+            for j in index_range(first, stop):              # s_j . b_i
+                d_qdd[j] = s[0, j] * B0 + s[1, j] * B1 + s[2, j] * B2 + s[3, j] * B3 + \
                     s[4, j] * B4 + s[5, j] * B5
-                sc = s[0, j] * C0 + s[1, j] * C1 + s[2, j] * C2 + s[3, j] * C3 + \
-                    s[4, j] * C4 + s[5, j] * C5
-                db = ds[0, j] * B0 + ds[1, j] * B1 + ds[2, j] * B2 + ds[3, j] * B3 + \
-                    ds[4, j] * B4 + ds[5, j] * B5
-                dc = ds[0, j] * C0 + ds[1, j] * C1 + ds[2, j] * C2 + ds[3, j] * C3 + \
-                    ds[4, j] * C4 + ds[5, j] * C5
-                ab = dds[0, j] * B0 + dds[1, j] * B1 + dds[2, j] * B2 + dds[3, j] * B3 + \
-                    dds[4, j] * B4 + dds[5, j] * B5
-                d_q[j] = dc + ab
-                d_qd[j] = sc + 2.0 * db
-                d_qdd[j] = sb
 
 
 @jit_inline
