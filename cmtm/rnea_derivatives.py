@@ -422,9 +422,9 @@ def descendant_blocks(model, ws, c, out):
 
 
 FACTOR_BOUND = 1e150
-"""Largest magnitude of a pair factor for which every block is finite without a look: a
-block is a sum of at most 18 products of two factors (s_j . c_i + 2 s'_j . b_i: 6 + 2 x 6),
-at most 18e300 < 1.8e308 when every factor is at most 1e150."""
+"""Largest magnitude M of a pair factor (an entry of ``columns``, ``row`` or
+``descendant``) for which every block is finite without a look: the largest block,
+s_j . c_i + 2 s'_j . b_i, is at most 6 M^2 + 2 x 6 M^2 = 1.8e301 < 1.8e308 in magnitude."""
 
 
 @jit_leaf
