@@ -378,8 +378,9 @@ def support_blocks(model, ws, c, out):
     screw columns and of the output row (:func:`cmtm._jit.index_range`: vectorized), one
     loop per row r. Kernel alone, one thread, 200 samples (50 for the 128-link chain),
     cmtm / Pinocchio's computeRNEADerivatives, alternating runs: against j outer and i
-    inner over the subtree (the same sums, identical bits), 128-link chain 1.17-1.27 ->
-    0.79-0.82 and 32-link chain 0.83-0.91 -> 0.73-0.82; one loop per row rather than one
+    inner over the subtree, with :func:`descendant_blocks` on a signed index (the same
+    sums, identical bits), 128-link chain 1.17-1.27 -> 0.79-0.82 and 32-link chain
+    0.83-0.91 -> 0.73-0.82 (Panda 0.48-0.49 -> 0.56-0.58); one loop per row rather than one
     for the three (12 or 6 columns read per loop, so fewer alias checks before each),
     Panda 0.62-0.66 -> 0.56-0.57, 32-link chain 0.72-0.84 -> 0.69-0.74, 128-link chain
     0.78-0.96 -> 0.74-0.80, for ~1 s more of cold compile (three pairs of runs)."""
