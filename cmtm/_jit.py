@@ -131,10 +131,9 @@ convolutions of ``cmtm.taylor`` built on them (conv_block_vec, motion_cross_conv
 force_cross_conv), ``body_columns`` and ``comoving_columns`` of
 ``cmtm.velocity_derivatives``, the inertia product and rate of ``cmtm.rnea_derivatives``
 (inertia_add, inertia_rate_add) and its all_within, :func:`claim_samples` (an atomic add
-and a min) and :func:`index_range`. Left
-to LLVM's own choice they stayed calls, each passing its arrays as ~25 scalar arguments,
-for a few dozen multiply-adds. One thread, us per sample, two
-alternating runs, identical bits: order-0 torque Jacobian Panda 2.30-2.36 against
+and a min) and :func:`index_range`. Left to LLVM's own choice they stayed calls, each
+passing its arrays as ~25 scalar arguments, for a few dozen multiply-adds. One thread, us
+per sample, two alternating runs, identical bits: order-0 torque Jacobian Panda 2.30-2.36 against
 2.57-2.76, 32-link chain 14.9-15.0 against 15.8-17.4; order 1 Panda 8.1-8.5 against
 8.7-9.6; the comprehensive Jacobians 5-10 % faster; cold compile of every public function
 22.3 against 21.9 s (within noise). Forcing the taylor block helpers too (write_raw_blocks,
@@ -160,7 +159,6 @@ the passes of ``cmtm.kinematics``, which four kernels share (motion, link CMTMs,
 comprehensive and the link-velocity Jacobians): compiled once and linked, they took ~2 s
 less than inlined into each (28.7-31.2 s against 30.8-33.0 s in three alternating cold
 runs of every public function), at the same speed per sample."""
-
 
 
 @jit_leaf

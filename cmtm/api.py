@@ -619,6 +619,17 @@ def run_on_threads(model, kernel, kind, sizes, allocate, n_samples, *arrays):
     _KERNEL_CALLS[key] = (kmodel, seconds_per_sample, entry)
 
 
+def run_flagging_finite(name, model, kernel, kind, sizes, allocate, n_samples, *arrays):
+    """:func:`run_on_threads` for a kernel that flags, per sample, whether every entry it
+    wrote is finite (a bool array after ``arrays``, its last argument), so that no one reads
+    an output of megabytes per sample again; the overflow ValueError of ``name`` if a sample
+    is not."""
+    finite = np.empty(n_samples, dtype=np.bool_)
+    run_on_threads(model, kernel, kind, sizes, allocate, n_samples, *arrays, finite)
+    if not finite.all():
+        raise overflow_error(name)
+
+
 def compiled_entry(kernel, args):
     """The machine code of ``kernel`` for the types of ``args``, as a callable that skips
     Numba's dispatch (which works out the type of every argument at every call: ~5 us for
@@ -870,11 +881,9 @@ def _torque_jacobian(model, stack, k):
     n_samples, nv = stack.shape[0], stack.shape[2]
     if k == 0:
         J = np.empty((n_samples, nv, 3, nv))
-        finite = np.empty(n_samples, dtype=np.bool_)
-        run_on_threads(model, torque_derivatives_kernel, "torque_derivatives", (),
-                       torque_derivatives_workspace, n_samples, stack, J, finite)
-        if not finite.all():
-            raise overflow_error("joint_torque")
+        run_flagging_finite("joint_torque", model, torque_derivatives_kernel,
+                            "torque_derivatives", (), torque_derivatives_workspace, n_samples,
+                            stack, J)
         return J[:, None]
     J = np.zeros((n_samples, k + 1, nv, k + 3, nv))
     run_on_threads(model, torque_jacobian_kernel, "torque_jacobian", (k,),
@@ -889,12 +898,10 @@ def _velocity_jacobian(model, stack, k):
     itself, per sample (the output can be megabytes per sample)."""
     n_samples, nv = stack.shape[0], stack.shape[2]
     J = np.zeros((n_samples, k + 1, 6 * nv, k + 2, nv))
-    finite = np.empty(n_samples, dtype=np.bool_)
-    run_on_threads(model, velocity_derivatives_kernel, "velocity_derivatives", (k,),
-                   lambda kmodel, slots: velocity_derivatives_workspace(kmodel, k, slots),
-                   n_samples, stack, J, finite)
-    if not finite.all():
-        raise overflow_error("link_velocity")
+    run_flagging_finite("link_velocity", model, velocity_derivatives_kernel,
+                        "velocity_derivatives", (k,),
+                        lambda kmodel, slots: velocity_derivatives_workspace(kmodel, k, slots),
+                        n_samples, stack, J)
     return J
 
 
