@@ -36,46 +36,53 @@ class CompileUnit(NamedTuple):
 
     kernels: tuple          # the names, in cmtm.api, of the kernels the calls run
     seconds: float          # its cold compile alone, measured (for balancing the processes)
-    family: str             # units of one family share most helpers
+    family: str             # compiled by one process when there are two (CMTM, WORLD)
     calls: Callable         # (model, q_stack) -> None: the calls
 
 
 CMTM, WORLD = "CMTM passes", "world-frame passes"
 """The two families of kernels: on CMTMs and their passes (``cmtm.kinematics``,
 ``cmtm.dynamics``, ``cmtm.taylor``), and on world-frame poses, screws and inertias
-(``cmtm.rnea``, ``cmtm.rnea_derivatives``)."""
+(``cmtm.rnea``, ``cmtm.rnea_derivatives``). The link-velocity Jacobian is world-frame but
+counted with the CMTM passes: it shares few helpers with either family (the world poses
+of ``cmtm.rnea_derivatives``, the cross products of ``cmtm.spatial``), and the
+world-frame family without it is still the larger. Two processes, one family each, cold
+cache, five alternating runs, the slower process: 40.6-50.2 s (median 45.7) with it in
+the world-frame family, 37.5-45.9 s (median 41.0) with it here."""
 
 UNITS = {
     "comprehensive jacobians": CompileUnit(
-        ("jacobian_kernel",), 8.6, CMTM,
+        ("jacobian_kernel",), 24.9, CMTM,
         lambda model, q: jacobians(model, q, ("link_velocity", "link_momentum"), order=1)),
     "motion": CompileUnit(
-        ("motion_kernel",), 1.3, CMTM, lambda model, q: motion(model, q, order=0)),
+        ("motion_kernel",), 4.0, CMTM, lambda model, q: motion(model, q, order=0)),
     "link transform derivatives": CompileUnit(
-        ("link_cmtm_kernel",), 0.5, CMTM,
+        ("link_cmtm_kernel",), 1.6, CMTM,
         lambda model, q: link_transform_derivatives(model, q, order=1)),
+    "velocity jacobian": CompileUnit(
+        ("velocity_derivatives_kernel",), 7.9, CMTM,
+        lambda model, q: jacobian(model, q, "link_velocity", order=1)),
     "torque jacobian": CompileUnit(
-        ("torque_jacobian_kernel",), 5.7, WORLD,
+        ("torque_jacobian_kernel",), 18.5, WORLD,
         lambda model, q: jacobian(model, q, "joint_torque", order=1)),
     "torque derivatives": CompileUnit(
-        ("torque_derivatives_kernel",), 2.3, WORLD,
+        ("torque_derivatives_kernel",), 13.0, WORLD,
         lambda model, q: jacobian(model, q, "joint_torque", order=0)),
-    "velocity jacobian": CompileUnit(
-        ("velocity_derivatives_kernel",), 2.4, WORLD,
-        lambda model, q: jacobian(model, q, "link_velocity", order=1)),
     "inverse dynamics": CompileUnit(
-        ("rnea_kernel",), 1.0, WORLD, lambda model, q: inverse_dynamics(model, q, order=0)),
+        ("rnea_kernel",), 3.9, WORLD, lambda model, q: inverse_dynamics(model, q, order=0)),
     "mass matrix": CompileUnit(
-        ("crba_kernel",), 0.8, WORLD, lambda model, q: mass_matrix(model, q[:, 0])),
+        ("crba_kernel",), 2.7, WORLD, lambda model, q: mass_matrix(model, q[:, 0])),
     "link poses": CompileUnit(
-        ("link_poses_kernel",), 0.2, WORLD, lambda model, q: link_poses(model, q[:, 0])),
+        ("link_poses_kernel",), 1.4, WORLD, lambda model, q: link_poses(model, q[:, 0])),
 }
 """Unit name -> :class:`CompileUnit`; together they run every kernel the public functions
 call (``tests/test_compile_cache.py`` checks that the public calls on other models compile
 nothing more). Seconds: each unit's cold compile in one process after the units listed
-before it in its family (which compiled the helpers they share), measured on this
-project's machine (two runs each, at b46cd8e): the CMTM family 10.5-10.6 s in all, the
-world-frame family 12.1-12.4 s."""
+before it in its family (which compiled the helpers they share), the mean of two runs on
+this project's machine on 2026-12-02, a slow day of its host: the CMTM family 35.3-41.3 s
+in all, the world-frame family 39.2-39.6 s (at b46cd8e, on a faster day and before the
+order-0 torque Jacobian's vector loops, 10.5 and 12.4 s without the link-velocity
+Jacobian)."""
 
 
 @functools.cache
