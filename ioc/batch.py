@@ -40,8 +40,6 @@ from ioc.weights_io import (SUMMARY_FILE, WEIGHTS_FILE, data_fields, kkt_fields,
                             write_weights)
 
 DATA_SUFFIXES = CSV_SUFFIXES + STORAGE_SUFFIXES
-BACKENDS = ("loky", "dask")
-ESTIMATORS = ("kkt", "data")
 REOPTIMIZED_SAMPLES = 201
 """Uniform times at which a result.json's re-optimized motion is compared with its own."""
 

@@ -28,14 +28,16 @@ import numpy as np
 from tqdm import tqdm
 
 import cmtm
-from ioc import batch
+import ioc
+from ioc.choices import BACKENDS, CONSTRAINT_MODES, ESTIMATORS, INTEGRATION_RULES
 from ioc.costs import engine_units, parse_terms, split_names
-from ioc.direct import check_weights, solve
 from ioc.models import resolve_model
-from ioc.problem import CONSTRAINT_MODES, INTEGRATION_RULES, MotionProblem
-from ioc.results import (motion_samples, result_costs, result_record, to_json,
-                         write_result)
-from ioc.weights_io import SUMMARY_FILE, WEIGHTS_FILE, write_weights
+
+batch, direct, results, weights_io = (ioc.lazy_module(f"ioc.{name}") for name in
+                                      ("batch", "direct", "results", "weights_io"))
+"""The solver layer, loaded by the first command that uses it: building the parser (every
+command, ``--help``) and ``check-jacobians`` without ``--json`` import none of scipy's
+solvers, nor joblib."""
 
 DEFAULT_TOLERANCE = 1e-6
 """Relative (max-abs / max|J|) bound for structured vs central FD: FD truncation and
@@ -96,9 +98,9 @@ def check_jacobians(args):
     rows = jacobian_discrepancies(model, args.order, args.samples, args.seed)
     failed = [r["quantity"] for r in rows if not r["rel_diff"] <= args.tolerance]
     if args.json:
-        print(to_json({"model": args.model, "nv": model.nv, "order": args.order,
-                       "samples": args.samples, "tolerance": args.tolerance,
-                       "rows": rows, "passed": not failed}))
+        print(results.to_json({"model": args.model, "nv": model.nv, "order": args.order,
+                               "samples": args.samples, "tolerance": args.tolerance,
+                               "rows": rows, "passed": not failed}))
     else:
         print(f"model {args.model} (nv={model.nv}), order {args.order}, {args.samples} "
               f"sample(s): structured vs central FD, tolerance {args.tolerance:g} relative")
@@ -120,14 +122,14 @@ PAPER_START, PAPER_GOAL = 1.57, -1.57
 def optimize(args):
     """Optimize a motion for given cost weights (the direct problem) and write its files."""
     problem = build_problem(args)
-    weights = check_weights(args.weights, len(problem.terms))
+    weights = direct.check_weights(args.weights, len(problem.terms))
     check_out_folder(args.out)
     cmtm.precompile(units=engine_units(problem.terms))
-    result = solve(problem, weights, progress=None if args.quiet else print_progress)
-    record = result_record(result, args.model, dict(args.lock))
+    result = direct.solve(problem, weights, progress=None if args.quiet else print_progress)
+    record = results.result_record(result, args.model, dict(args.lock))
     written = [] if args.out is None else write_outputs(args, result, record)
     if args.json:
-        print(to_json(record))
+        print(results.to_json(record))
     else:
         print_summary(result, written)
     return 0 if result.status == "converged" else 1
@@ -141,7 +143,7 @@ def check_out_folder(out):
 
 def build_problem(args):
     """The MotionProblem of the command line (ValueError on any bad value)."""
-    return MotionProblem(
+    return ioc.MotionProblem(
         resolve_model(args.model, args.lock), args.costs, duration=args.duration,
         samples=args.samples, degree=args.degree, control_points=args.control_points,
         start=args.start, goal=args.goal, rest_order=args.rest_order,
@@ -150,8 +152,8 @@ def build_problem(args):
 
 def write_outputs(args, result, record):
     """result.json, trajectory.csv, motion.npz and, with matplotlib, the PNG plots."""
-    motion = motion_samples(result)
-    paths = write_result(args.out, record, motion)
+    motion = results.motion_samples(result)
+    paths = results.write_result(args.out, record, motion)
     if find_spec("matplotlib") is None:
         if not args.quiet:
             print(f"cmtm {args.command}: notice: matplotlib is not installed (the 'plot' "
@@ -227,7 +229,7 @@ def result_units(paths):
     wanted, seen = set(), set()
     for path in paths:
         try:
-            spec, lock, costs = result_costs(path)
+            spec, lock, costs = results.result_costs(path)
             key = json.dumps([spec, lock, costs], sort_keys=True)
             if key not in seen:
                 seen.add(key)
@@ -243,9 +245,9 @@ def recover_one(args, paths, settings):
         else batch.run_trial(paths[0], settings)
     for notice in () if args.quiet else notices:
         print(f"cmtm ioc: notice: {notice}", file=sys.stderr)
-    written = [] if args.out is None else [write_weights(args.out, record)]
+    written = [] if args.out is None else [weights_io.write_weights(args.out, record)]
     if args.json:
-        print(to_json(record))
+        print(results.to_json(record))
     else:
         print_weights(record, written)
     return 0
@@ -261,7 +263,7 @@ def recover_batch(args, paths, settings):
         trials = [{"trial": o.name, "status": "ok", **o.record} if o.record else
                   {"trial": o.name, "status": "failed", "source": [o.path], "error": o.error}
                   for o in outcomes]
-        print(to_json({"trials": trials, "summary": rows}))
+        print(results.to_json({"trials": trials, "summary": rows}))
     else:
         print_batch(rows, settings.costs, args.out)
     return 1 if any(o.record is None for o in outcomes) else 0
@@ -275,7 +277,7 @@ def report_outcome(outcome, args):
         lines = []
     elif outcome.skipped:
         lines = [f"cmtm ioc: skipping {outcome.path}: "
-                 f"{args.out / outcome.name / WEIGHTS_FILE} exists"]
+                 f"{args.out / outcome.name / weights_io.WEIGHTS_FILE} exists"]
     else:
         lines = [f"cmtm ioc: notice: {notice}" for notice in outcome.notices]
     for line in lines:
@@ -307,8 +309,8 @@ def print_batch(rows, names, out):
         print(f"{row['trial']:<24}{weights}  "
               f"{'identifiable' if row['identifiable'] else 'NOT identifiable'}")
     if out is not None:
-        print(f"wrote {out / SUMMARY_FILE} and {sum(r['status'] == 'ok' for r in rows)} "
-              f"weights.json")
+        written = sum(row["status"] == "ok" for row in rows)
+        print(f"wrote {out / weights_io.SUMMARY_FILE} and {written} weights.json")
 
 
 # --- command-line syntax ------------------------------------------------------------------
@@ -454,7 +456,7 @@ def add_ioc(commands):
     command.add_argument("--costs", type=split_names, required=True, metavar="NAME[,NAME...]",
                          help="the sub-costs whose weights to recover (a result.json: the "
                               "recorded ones)")
-    command.add_argument("--estimator", choices=batch.ESTIMATORS,
+    command.add_argument("--estimator", choices=ESTIMATORS,
                          help="kkt: inverse KKT on the (fitted) motion; data: maximum "
                               "likelihood on the samples (default: kkt for a result.json, "
                               "data for measured motions)")
@@ -488,7 +490,7 @@ def add_ioc(commands):
     command.add_argument("--jobs", type=integer_at_least(1), metavar="N",
                          help="trials run at once (default 1: one after the other in this "
                               "process; with dask: every worker)")
-    command.add_argument("--backend", choices=batch.BACKENDS, default="loky",
+    command.add_argument("--backend", choices=BACKENDS, default="loky",
                          help="joblib backend of a batch (default %(default)s)")
     command.add_argument("--scheduler", metavar="ADDRESS",
                          help="the Dask scheduler, e.g. tcp://host:8786 (default: a local "

@@ -32,14 +32,12 @@ from typing import NamedTuple
 import numpy as np
 
 import cmtm
+import ioc
 from ioc.cli import (DEFAULT_TOLERANCE, PAPER_GOAL, PAPER_START, check_out_folder,
                      jacobian_discrepancies)
-from ioc.direct import solve
-from ioc.inverse_kkt import recover_weights
 from ioc.models import resolve_model
-from ioc.problem import MotionProblem
-from ioc.results import (motion_samples, result_record, to_json, versions, write_atomically,
-                         write_result)
+
+results = ioc.lazy_module("ioc.results")    # loaded when the demo runs, not by the parser
 
 PAPER = dict(duration=2.0, samples=200, degree=5, control_points=50, start=PAPER_START,
              goal=PAPER_GOAL, rest_order=1, limits=(-np.pi, np.pi))
@@ -95,14 +93,15 @@ def demo(args):
         step("summary figures")
         write_figures(plots, args.out, motions)
     step("writing demo.json")
-    record = {"table7": table7, "table6": table6, "versions": versions(), "quick": args.quick}
+    record = {"table7": table7, "table6": table6, "versions": results.versions(),
+              "quick": args.quick}
     path = args.out / "demo.json"
-    write_atomically(path, lambda file: file.write(to_json(record) + "\n"))
+    results.write_atomically(path, lambda file: file.write(results.to_json(record) + "\n"))
     report = sys.stderr if args.json else sys.stdout
     print_tables(record, plan, report)
     print(f"demo.json written to {path}", file=report)
     if args.json:
-        print(to_json(record))
+        print(results.to_json(record))
     failed = failures(record)
     if failed:
         print(f"cmtm demo: FAILED: {'; '.join(failed)}", file=sys.stderr)
@@ -149,13 +148,13 @@ def run_cases(cases, out, plots, step):
 def run_case(case, out, plots):
     """Optimize ``case``, recover its weights and write its folder; returns (Table 7 entry,
     ioc.results.MotionSamples)."""
-    problem = MotionProblem(resolve_model(case.model), case.costs, **PAPER)
-    result = solve(problem, case.weights)
-    estimated = recover_weights(problem, result.theta).weights
+    problem = ioc.MotionProblem(resolve_model(case.model), case.costs, **PAPER)
+    result = ioc.solve(problem, case.weights)
+    estimated = ioc.recover_weights(problem, result.theta).weights
     true = np.asarray(case.weights) / np.sum(case.weights)
-    motion = motion_samples(result)
+    motion = results.motion_samples(result)
     folder = out / case.name
-    write_result(folder, result_record(result, case.model, {}), motion)
+    results.write_result(folder, results.result_record(result, case.model, {}), motion)
     if plots:
         plots.plot_motion(folder, motion)
     entry = {"case": case.name, "model": case.model, "costs": list(case.costs),

@@ -37,11 +37,10 @@ import cmtm
 from cmtm.api import check_model, reserve
 from ioc.banded import BandLayout, chain_gradient, chain_hessian_blocks
 from ioc.bspline import DD, ClampedBSpline, check_int, dd_add
+from ioc.choices import CONSTRAINT_MODES, INTEGRATION_RULES
 from ioc.costs import (JACOBIAN_SOURCES, engine_order, parse_terms, stack_orders,
                        term_values)
 
-INTEGRATION_RULES = ("samples", "gauss")
-CONSTRAINT_MODES = ("exact", "penalty")
 POSITION_BOUND = 1e6
 """Joint positions (start, goal, control points) are refused beyond +-1e6 rad or m: far
 beyond any motion, and squares of their spline derivatives would overflow float64."""

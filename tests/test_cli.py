@@ -2,6 +2,8 @@
 writes."""
 import ast
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -113,3 +115,34 @@ def test_precompile_reports_its_processes(capsys, monkeypatch):
     assert main(["precompile", "--jobs", "1"]) == 0
     assert ": 9 unit(s) compiled by 1 process(es), 0 found compiled or cached" in \
         capsys.readouterr().out
+
+
+def fresh_interpreter(code):
+    """What ``code`` prints in a new Python (the modules this test process has imported
+    would hide what a command loads)."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, cwd=ROOT).stdout.strip()
+
+
+SOLVER_MODULES = ("joblib", "scipy.interpolate", "scipy.optimize", "scipy.sparse")
+
+
+def test_the_parser_and_check_jacobians_load_no_solver_module():
+    # ioc.cli names the solver layer through ioc.lazy_module: building the parser (every
+    # command, --help) and the check-jacobians path must not execute it
+    loaded = fresh_interpreter(
+        "import sys; from ioc import cli; "
+        "args = cli.build_parser().parse_args(['check-jacobians', '--model', 'chain2', "
+        "'--order', '0']); cli.resolve_model(args.model, args.lock); "
+        f"print([name for name in {SOLVER_MODULES!r} if name in sys.modules])")
+    assert loaded == "[]"
+
+
+def test_a_lazy_module_is_the_module_an_import_gives_and_runs_at_first_use():
+    printed = fresh_interpreter(
+        "import sys, ioc; m = ioc.lazy_module('ioc.weights_io'); "
+        "before = 'joblib' in sys.modules or 'scipy.sparse' in sys.modules; "
+        "import ioc.weights_io; from ioc import weights_io; "
+        "print(before, m is ioc.weights_io is weights_io, m.WEIGHTS_FILE, "
+        "ioc.lazy_module('ioc.weights_io') is m)")
+    assert printed == "False True weights.json True"

@@ -1,0 +1,15 @@
+"""The option vocabularies that the command line offers and the library checks, in a module
+that imports nothing: the ``cmtm`` parser is built from them at every start, before any
+solver module (scipy, joblib) is loaded."""
+
+INTEGRATION_RULES = ("samples", "gauss")
+"""Cost quadrature of ``ioc.problem.MotionProblem``: the sample grid or Gauss-Legendre."""
+
+CONSTRAINT_MODES = ("exact", "penalty")
+"""Boundary conditions of ``ioc.problem.MotionProblem``: fixed exactly or as penalties."""
+
+BACKENDS = ("loky", "dask")
+"""joblib backends of a batch of trials (``ioc.batch``)."""
+
+ESTIMATORS = ("kkt", "data")
+"""Weight estimators of ``ioc.batch``: inverse KKT, or maximum likelihood on the data."""
