@@ -35,7 +35,7 @@ class CompileUnit(NamedTuple):
     """Public calls that compile (or load) some kernels of ``cmtm.api``."""
 
     kernels: tuple          # the names, in cmtm.api, of the kernels the calls run
-    seconds: float          # its cold compile alone, measured (for balancing the processes)
+    seconds: float          # its cold compile, measured (UNITS; for balancing the processes)
     family: str             # compiled by one process when there are two (CMTM, WORLD)
     calls: Callable         # (model, q_stack) -> None: the calls
 
@@ -119,8 +119,8 @@ def balanced_groups(jobs, units=UNITS):
     first. A family's units share helpers, which each process compiles again, so the
     families start as one group each (all in one for one job), and the group with the most
     work is split in two (:func:`longest_first`) while there are fewer groups than jobs.
-    Measured on 2 cores, every kernel cold (before the link-velocity kernel moved to the
-    world-frame family): the two families in two processes 16.8-17.3 s, the units dealt
+    Measured on 2 cores, every kernel cold (when the link-velocity Jacobian was still a
+    kernel on CMTMs): the two families in two processes 16.8-17.3 s, the units dealt
     longest first regardless of family 22.3 s, one process 26-31 s."""
     def work(group):
         return sum(units[name].seconds for name in group)
