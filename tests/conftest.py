@@ -76,7 +76,7 @@ FRESH_CACHE = use_keyed_numba_cache()
 import kinematic_trees as kt  # noqa: E402
 import cmtm  # noqa: E402
 from cmtm import api  # noqa: E402
-from cmtm._jit import KERNEL_OPTIONS  # noqa: E402
+from cmtm._jit import TARGET_OPTIONS  # noqa: E402
 from ioc.direct import solve  # noqa: E402
 from ioc.problem import MotionProblem  # noqa: E402
 from numba.core.dispatcher import Dispatcher  # noqa: E402
@@ -218,7 +218,7 @@ def split_every_call(monkeypatch):
 def kernel_allocations():
     """A function ``(kernel, args) -> (allocations of kernel(*args), of a no-op)``: Numba's
     NRT allocation counters over one call of the (already compiled) kernel and over a no-op
-    compiled with the kernels' options (``cmtm._jit.KERNEL_OPTIONS``) without the disk cache,
+    compiled with the kernels' options (``cmtm._jit.TARGET_OPTIONS``) without the disk cache,
     taking the same arguments, equal when the kernel itself allocates
     nothing. ``args[3]`` is the kernel's claim counter (:func:`claim_all`), rewound before
     every call so that each call computes its samples. Skips where Numba keeps no
@@ -228,7 +228,7 @@ def kernel_allocations():
     if not hasattr(nrt, "memsys_enable_stats"):
         pytest.skip("this Numba has no NRT allocation statistics")
 
-    @numba.njit(**{**KERNEL_OPTIONS, "cache": False})
+    @numba.njit(**TARGET_OPTIONS)
     def no_op(*args):
         pass
 

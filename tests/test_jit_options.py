@@ -10,6 +10,7 @@ References: the options Numba records on each dispatcher of every cmtm module, t
 compiler itself (an allocation under the kernels' options must not compile), and the
 modules Numba hands to its JIT engine.
 """
+import gc
 import importlib
 import pkgutil
 
@@ -21,7 +22,7 @@ from numba.core.dispatcher import Dispatcher
 from numba.core.errors import TypingError
 
 import cmtm
-from cmtm._jit import KERNEL_OPTIONS, HelperCodeLibrary, HelperDispatcher, jit
+from cmtm._jit import TARGET_OPTIONS, HelperCodeLibrary, HelperDispatcher, KernelDispatcher, jit
 from cmtm.spatial import motion_cross_add
 
 ALLOCATING = {
@@ -67,7 +68,34 @@ def test_runtime_and_cache_options_of_every_dispatcher():
         assert cached is called_from_python, name
         assert options.get("no_cpython_wrapper", False) is not called_from_python, name
         assert isinstance(dispatcher, HelperDispatcher) is not called_from_python, name
+        assert isinstance(dispatcher, KernelDispatcher) is called_from_python, name
         assert options.get("forceinline", False) is (name in LEAVES), name
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_kernel_compiles_with_the_collector_paused(monkeypatch, enabled):
+    """KernelDispatcher.compile runs Numba's compile with the cyclic collector off and
+    leaves it as it found it, also when the compile fails."""
+    seen, compile_ = [], numba.core.registry.CPUDispatcher.compile
+
+    def spy(self, sig):
+        seen.append(gc.isenabled())
+        return compile_(self, sig)
+    monkeypatch.setattr(numba.core.registry.CPUDispatcher, "compile", spy)
+
+    def twice(x):
+        return 2.0 * x
+    kernel = KernelDispatcher(twice, targetoptions={**TARGET_OPTIONS, "nopython": True})
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        assert kernel(1.5) == 3.0
+        assert seen == [False] and gc.isenabled() is enabled
+        with pytest.raises(TypingError):
+            kernel("text")
+        assert seen == [False, False] and gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
 
 
 def test_a_helper_called_from_python_raises_instead_of_crashing():
@@ -98,10 +126,9 @@ def test_an_allocation_under_the_kernel_options_does_not_compile():
             out[i] = i
         return out
 
-    without_runtime = {**KERNEL_OPTIONS, "cache": False}
     with pytest.raises(TypingError):
-        numba.njit(**without_runtime)(ramp)(3)
-    assert np.array_equal(numba.njit(**{**without_runtime, "_nrt": True})(ramp)(3),
+        numba.njit(**TARGET_OPTIONS)(ramp)(3)
+    assert np.array_equal(numba.njit(**{**TARGET_OPTIONS, "_nrt": True})(ramp)(3),
                           [0.0, 1.0, 2.0])
 
 

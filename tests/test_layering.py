@@ -25,6 +25,9 @@ KERNELS = {"spatial", "taylor", "cmtm_matrix", "kinematics", "dynamics", "compre
            "velocity_derivatives", "_jit"}
 KERNEL_ALLOWED = {"numpy", "numba", "math", "cmtm", "__future__", "typing"}
 """What the kernel modules may import (typing: the NamedTuple workspaces)."""
+COMPILER_ALLOWED = {"gc"}
+"""What cmtm/_jit.py, which compiles the kernels, may import besides: the garbage
+collector, paused while Numba compiles (``KernelDispatcher``)."""
 NAIVE_ALLOWED = {"numpy", "math"}
 """What cmtm/naive.py, the engine's independent oracle, may import: no engine module."""
 JOINT_TYPES_MODULE = "kinematic_trees.joint_types"
@@ -88,7 +91,8 @@ def engine_allowed(module, name):
     joint-type codes."""
     top = name.split(".")[0]
     return top != "ioc" and (not _is_kernel(module) or top in KERNEL_ALLOWED
-                             or name == JOINT_TYPES_MODULE)
+                             or name == JOINT_TYPES_MODULE
+                             or module == "cmtm._jit" and top in COMPILER_ALLOWED)
 
 
 def naive_allowed(module, name):
