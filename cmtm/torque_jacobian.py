@@ -39,8 +39,8 @@ I~^C_i             ``Ic_m``,     (n, 1),       composite (subtree) spatial inert
                    ``Ic_IO``     (n, L, 3, 3)  (``cmtm.rnea_derivatives.inertia_add``)
 e_i                (row_i)                     [s_i x^*] h~_J_i
 b_i, gamma_i       (row_i)                     I~^C_i s_i, (d/dt I~^C_i) s_i
-a_j                (col_j)                     [s_j x] v~_{p(j)}
-y0_j               (desc_j)                    [s_j x^*] h~_J_j - I~^C_j a_j
+a_j                (col)                       [s_j x] v~_{p(j)}
+y0_j               (desc)                      [s_j x^*] h~_J_j - I~^C_j a_j
 =================  ============  ============  ==========================================
 
 L = k + 2 coefficients for a torque Jacobian of order k.
@@ -49,21 +49,20 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cmtm._jit import claim_samples, jit, jit_inline, jit_kernel
+from cmtm._jit import claim_samples, index_range, jit_inline, jit_kernel, jit_leaf
 from cmtm.kinematics import base_velocity_stacks
 from cmtm.rnea import composite_inertia_to_parent_add
 from cmtm.rnea_derivatives import (inertia_conv, inertia_rate_add, link_world_pose,
                                    screw_twist_jets)
 from cmtm.taylor import (add_blocks, add_stack, copy_stack, force_cross_conv,
-                         motion_cross_conv, raw_block_coefficients, write_raw_blocks,
-                         zero_blocks, zero_stack)
+                         motion_cross_conv, raw_block_coefficients, zero_blocks, zero_stack)
 
 
 class TorqueWorkspace(NamedTuple):
     """Work arrays of :func:`torque_jacobian_kernel`: coef ... rotational_inertia shared
     by the chunks, the others with a leading axis, slot c for chunk c of the samples; n
     links, L = k+2 coefficients (the symbol table above; ``E`` ... ``w_IO`` and ``e`` ...
-    ``T`` are scratch of one link or one pair)."""
+    ``T`` are scratch of one link or of one output row)."""
 
     coef: np.ndarray                # (k+1, k+3, 3) raw_block_coefficients
     rate_scale: np.ndarray          # (L,) b + 1: q' coefficients from q's (Taylor-scaled)
@@ -90,10 +89,10 @@ class TorqueWorkspace(NamedTuple):
     gamma: np.ndarray     # (L-1, 6)
     dIc_mc: np.ndarray    # (L-1, 3) d/dt I~^C_i (its mass: 0)
     dIc_IO: np.ndarray    # (L-1, 3, 3)
-    row_i: np.ndarray     # (n, L-1, 36)
-    col_j: np.ndarray     # (n, L-1, 36)
-    desc_j: np.ndarray    # (n, L-1, 18)
-    T: np.ndarray         # (3, L-1, 1) first columns of one pair
+    row_i: np.ndarray     # (n, L-1, 36) per output joint i
+    col: np.ndarray       # (L-1, 36, n) per input joint j in a support, component-major
+    desc: np.ndarray      # (L-1, 18, n) per input joint j as a descendant, component-major
+    T: np.ndarray         # (3, L-1, n) first columns of row i against input joints j
 
 
 def torque_workspace(model, order, n_chunks):
@@ -115,7 +114,7 @@ def torque_workspace(model, order, n_chunks):
         Ic_mc=slots(n, L, 3), Ic_IO=slots(n, L, 3, 3),
         e=slots(*jet), b=slots(*jet), a=slots(*jet), y0=slots(*jet), gamma=slots(L - 1, 6),
         dIc_mc=slots(L - 1, 3), dIc_IO=slots(L - 1, 3, 3), row_i=slots(n, L - 1, 36),
-        col_j=slots(n, L - 1, 36), desc_j=slots(n, L - 1, 18), T=slots(3, L - 1, 1))
+        col=slots(L - 1, 36, n), desc=slots(L - 1, 18, n), T=slots(3, L - 1, n))
 
 
 @jit_inline
@@ -209,10 +208,12 @@ def per_link_jets(model, tw, chunk):
       col_j  = ([s_j', a_j, a_j'], [s_j, s_j' - a_j], s_j)
       desc_j = (y0_j', b_j' + y0_j, b_j), y0_j = e_j - I~^C_j a_j
     so that, for j in P(i), T_0 = -row0 . col0, T_1 = row1 . col1, T_2 = row2 . col2 (as
-    jet products), and for a strict descendant j, T_s = s_i . desc_j[s].
+    jet products), and for a strict descendant j, T_s = s_i . desc_j[s]. col_j and desc_j
+    are stored component-major (``col[m, :, j]``, ``desc[m, :, j]``), so that the pair
+    loops run over consecutive input joints.
     """
     e, b, a, y0, gamma = tw.e[chunk], tw.b[chunk], tw.a[chunk], tw.y0[chunk], tw.gamma[chunk]
-    row_i, col_j, desc_j = tw.row_i[chunk], tw.col_j[chunk], tw.desc_j[chunk]
+    row_i, col, desc = tw.row_i[chunk], tw.col[chunk], tw.desc[chunk]
     for i in range(model.parent.shape[0]):
         parent = model.parent[i]
         link_jets(tw, chunk, i, tw.root if parent < 0 else tw.v_w[chunk, parent])
@@ -226,48 +227,80 @@ def per_link_jets(model, tw, chunk):
                 row_i[i, m, 24 + c] = b[m, c]
                 row_i[i, m, 30 + c] = b[m, c]
                 ds = (m + 1) * s[m + 1, c]
-                col_j[i, m, c] = ds
-                col_j[i, m, 6 + c] = a[m, c]
-                col_j[i, m, 12 + c] = (m + 1) * a[m + 1, c]
-                col_j[i, m, 18 + c] = s[m, c]
-                col_j[i, m, 24 + c] = ds - a[m, c]
-                col_j[i, m, 30 + c] = s[m, c]
-                desc_j[i, m, c] = (m + 1) * y0[m + 1, c]
-                desc_j[i, m, 6 + c] = (m + 1) * b[m + 1, c] + y0[m, c]
-                desc_j[i, m, 12 + c] = b[m, c]
+                col[m, c, i] = ds
+                col[m, 6 + c, i] = a[m, c]
+                col[m, 12 + c, i] = (m + 1) * a[m + 1, c]
+                col[m, 18 + c, i] = s[m, c]
+                col[m, 24 + c, i] = ds - a[m, c]
+                col[m, 30 + c, i] = s[m, c]
+                desc[m, c, i] = (m + 1) * y0[m + 1, c]
+                desc[m, 6 + c, i] = (m + 1) * b[m + 1, c] + y0[m, c]
+                desc[m, 12 + c, i] = b[m, c]
 
 
-@jit
-def stacked_dot_conv(u, v, first, last, scale, T):
-    """T[m] = scale * sum_{p<=m} u[p, first:last] . v[m-p, first:last] (a jet product)."""
-    for m in range(T.shape[0]):
-        acc = 0.0
-        for p in range(m + 1):
-            for c in range(first, last):
-                acc += u[p, c] * v[m - p, c]
-        T[m] = scale * acc
+@jit_leaf
+def dot6_columns(a, first_a, scale, B, first_b, first, stop, add, out):
+    """out[j] (+)= scale * a[first_a:first_a+6] . B[first_b:first_b+6, j] for j in
+    first..stop-1 (added if ``add``, else written): six components of a per-link jet
+    coefficient against those of consecutive input joints (component-major), j innermost
+    (:func:`cmtm._jit.index_range`: vectorized, as
+    ``cmtm.rnea_derivatives.support_blocks``)."""
+    a0, a1, a2 = scale * a[first_a], scale * a[first_a + 1], scale * a[first_a + 2]
+    a3, a4, a5 = scale * a[first_a + 3], scale * a[first_a + 4], scale * a[first_a + 5]
+    for j in index_range(first, stop):
+        dot = a0 * B[first_b, j] + a1 * B[first_b + 1, j] + a2 * B[first_b + 2, j] + \
+            a3 * B[first_b + 3, j] + a4 * B[first_b + 4, j] + a5 * B[first_b + 5, j]
+        out[j] = out[j] + dot if add else dot
+
+
+@jit_leaf
+def scaled_columns(weight, G, first, stop, add, out):
+    """out[j] (+)= weight * G[j] for j in first..stop-1 (added if ``add``, else written)."""
+    for j in index_range(first, stop):
+        out[j] = out[j] + weight * G[j] if add else weight * G[j]
 
 
 @jit_inline
-def ancestor_pair(row_i, col_j, T):
-    """First columns of d tau_i / d q_j^(s), j in P(i): T_0 = -row0 . col0,
-    T_1 = row1 . col1, T_2 = row2 . col2 (see ``per_link_jets``)."""
-    stacked_dot_conv(row_i, col_j, 0, 18, -1.0, T[0, :, 0])
-    stacked_dot_conv(row_i, col_j, 18, 30, 1.0, T[1, :, 0])
-    stacked_dot_conv(row_i, col_j, 30, 36, 1.0, T[2, :, 0])
+def ancestor_columns(row, col, first, stop, T):
+    """First columns T[t, m, j] of d tau_i / d q_j^(t) for the input joints j in
+    first..stop-1, a run of the support of i (row: ``row_i[i]``): T_0 = -row0 . col0,
+    T_1 = row1 . col1, T_2 = row2 . col2, jet products summed six components at a time
+    (the 18, 12 and 6 columns of ``per_link_jets``), the first term of each written."""
+    for m in range(T.shape[1]):
+        for p in range(m + 1):
+            a, B = row[p], col[m - p]
+            for c in range(0, 18, 6):
+                dot6_columns(a, c, -1.0, B, c, first, stop, p > 0 or c > 0, T[0, m])
+            for c in range(18, 30, 6):
+                dot6_columns(a, c, 1.0, B, c, first, stop, p > 0 or c > 18, T[1, m])
+            dot6_columns(a, 30, 1.0, B, 30, first, stop, p > 0, T[2, m])
 
 
-@jit
-def descendant_pair(s_i, desc_j, T):
-    """First columns for a strict descendant j of i: d h~_J_i = d h~_J_j gives
-    T_0 = s_i . y0_j', T_1 = s_i . (b_j' + y0_j), T_2 = s_i . b_j."""
-    for t in range(3):
-        for m in range(T.shape[1]):
-            acc = 0.0
-            for p in range(m + 1):
-                for c in range(6):
-                    acc += s_i[p, c] * desc_j[m - p, 6 * t + c]
-            T[t, m, 0] = acc
+@jit_inline
+def descendant_columns(s_i, desc, first, stop, T):
+    """First columns for the strict descendants j in first..stop-1 of i: d h~_J_i = d h~_J_j
+    gives T_0 = s_i . y0_j', T_1 = s_i . (b_j' + y0_j), T_2 = s_i . b_j (jet products, the
+    first term of each written)."""
+    for m in range(T.shape[1]):
+        for p in range(m + 1):
+            for t in range(3):
+                dot6_columns(s_i[p], 0, 1.0, desc[m - p], 6 * t, first, stop, p > 0, T[t, m])
+
+
+@jit_inline
+def write_raw_rows(T, coef, i, first, stop, out):
+    """Raw blocks of output joint i from its first columns, for the input joints j in
+    first..stop-1 (§8, §7.6; ``cmtm.taylor.write_raw_blocks`` with j innermost):
+    out[l, i, r, j] = sum_s coef[l, r, s] T[s, l-r+s, j]. Blocks whose weights are all
+    zero (r > l + 2) are left as they are: ``out`` is zero-initialised."""
+    for l in range(out.shape[0]):
+        for r in range(out.shape[2]):
+            written = False
+            for s in range(T.shape[0]):
+                weight = coef[l, r, s]
+                if weight != 0.0:
+                    scaled_columns(weight, T[s, l - r + s], first, stop, written, out[l, i, r])
+                    written = True
 
 
 @jit_kernel
@@ -278,16 +311,24 @@ def torque_jacobian_kernel(model, tw, chunk, claim, last, qhat, out):
     n, k+3, n) zero-initialised, of which only the blocks of supporting joints are written.
 
     Per sample: the world jets (``world_state``, ``per_link_jets``), then the pairs of
-    joint dynamics: the support of every link (model.support), then its strict
-    descendants. The passes are called here rather than from a per-sample function inlined
-    into the kernel, as in ``cmtm.rnea_derivatives``: one level of Numba's IR inlining less
+    joint dynamics, output joint i by output joint, its input joints innermost (vector
+    loops over consecutive joints, as the order-0 kernel's): the runs of its support
+    (model.runs), then its strict descendants. Against one pair (i, j) at a time
+    (``stacked_dot_conv`` and ``write_raw_blocks`` per pair, before 2026-12-02), us per
+    sample through ``cmtm.jacobian``, one thread, two alternating rounds, the same results
+    to 8e-15 relative: order 1 (2) Panda 10.8 -> 9.8-10.2 (16.6 -> 14.5-15.0), 8-link
+    chain 13.1 -> 11.5 (20.1 -> 17.4), 32-link chain 128-131 -> 60 (215-221 -> 100-104),
+    128-link chain 1803-1808 -> 431-451 (3111-3126 -> 908-930), example-robot-data's
+    36-joint human 73-77 -> 61-63 (117-129 -> 100-101); cold compile of this kernel alone
+    (fresh process) 8.4-8.5 -> 9.5-9.6 s in three pairs (the price of the vector loops). The passes are called here
+    rather than from a per-sample function inlined into the kernel, as in ``cmtm.rnea_derivatives``: one level of Numba's IR inlining less
     (which copies the IR of an inlined function, its own inlined callees included). Cold
     compile of the order-1 torque Jacobian of the Panda, six alternating runs: median 15.4
     -> 14.6 s, Numba's inlining 2.0 -> 0.9 s of it; the same speed (kernel alone, one
     thread, 15 alternating rounds: median ratio 0.99-1.01 on 8- and 32-link chains and the
     Panda, orders 1 and 2), identical bits."""
-    row_i, col_j, desc_j, s, T = tw.row_i[chunk], tw.col_j[chunk], tw.desc_j[chunk], \
-        tw.s[chunk], tw.T[chunk]
+    row_i, col, desc, s, T = tw.row_i[chunk], tw.col[chunk], tw.desc[chunk], tw.s[chunk], \
+        tw.T[chunk]
     done = 0
     first, stop = claim_samples(claim, last)
     while first < stop:
@@ -296,13 +337,12 @@ def torque_jacobian_kernel(model, tw, chunk, claim, last, qhat, out):
             per_link_jets(model, tw, chunk)
             blocks = out[smp]
             for i in range(model.parent.shape[0]):
-                for t in range(model.support_start[i], model.support_start[i + 1]):
-                    j = model.support[t]
-                    ancestor_pair(row_i[i], col_j[j], T)
-                    write_raw_blocks(T, tw.coef, i, j, blocks)
-                for j in range(i + 1, model.subtree_end[i]):
-                    descendant_pair(s[i], desc_j[j], T)
-                    write_raw_blocks(T, tw.coef, i, j, blocks)
+                for u in range(model.run_start[i], model.run_start[i + 1]):
+                    j0, j1 = model.runs[u, 0], model.runs[u, 0] + model.runs[u, 1]
+                    ancestor_columns(row_i[i], col, j0, j1, T)
+                    write_raw_rows(T, tw.coef, i, j0, j1, blocks)
+                descendant_columns(s[i], desc, i + 1, model.subtree_end[i], T)
+                write_raw_rows(T, tw.coef, i, i + 1, model.subtree_end[i], blocks)
         done += stop - first
         first, stop = claim_samples(claim, last)
     return done

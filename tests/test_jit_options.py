@@ -38,7 +38,8 @@ LEAVES = {"cmtm.spatial.matvec6", "cmtm.spatial.matTvec6", "cmtm.spatial.motion_
           "cmtm.velocity_derivatives.body_columns",
           "cmtm.velocity_derivatives.comoving_columns", "cmtm.rnea_derivatives.inertia_add",
           "cmtm.rnea_derivatives.inertia_rate_add", "cmtm.rnea_derivatives.all_within",
-          "cmtm._jit.claim_samples", "cmtm._jit.index_range"}
+          "cmtm._jit.claim_samples", "cmtm._jit.index_range",
+          "cmtm.torque_jacobian.dot6_columns", "cmtm.torque_jacobian.scaled_columns"}
 """The helpers LLVM always inlines (decorated ``jit_leaf``)."""
 CALLED_FROM_PYTHON = {"cmtm.kinematics.joint_geometry",
                       "cmtm.structured_jacobians.jacobian_flags"}
