@@ -26,7 +26,6 @@ TARGET_OPTIONS = dict(fastmath=False, nogil=True, _nrt=False)
 """What every kernel and helper is compiled with."""
 
 
-
 class KernelDispatcher(CPUDispatcher):
     """Numba's dispatcher for the functions Python calls, which compiles (or loads from the
     disk cache) with Python's cyclic garbage collector paused, then turns it on again if it
