@@ -84,7 +84,7 @@ def demo(args):
     plan = QUICK if args.quick else FULL
     plots = plotting(args.quiet)
     step = progress(len(plan.cases) + len(plan.orders) + 2 + bool(plots), args.quiet)
-    step("compiling the engine's kernels, one process per CPU (cmtm.precompile: 30-45 s on "
+    step("compiling the engine's kernels, one process per CPU (cmtm.precompile: 20-50 s on "
          "a cold Numba cache and 2 cores, loaded from the cache afterwards)")
     cmtm.precompile()   # the solve times below then exclude compilation
     table7, motions = run_cases(plan.cases, args.out, plots, step)
