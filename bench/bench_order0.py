@@ -488,6 +488,11 @@ PAIR_WINDOW = (0.3, 10)
 """A ProcessPair window: at least 0.3 s and 10 one-thread calls."""
 
 
+def pair_window(one_call_s):
+    """Seconds of a window (:data:`PAIR_WINDOW`) for a one-thread call of one_call_s."""
+    return max(PAIR_WINDOW[0], PAIR_WINDOW[1] * one_call_s)
+
+
 def median_call_seconds(call, deadline):
     """Median wall time of ``call`` made back to back until ``deadline`` (time.time()
     seconds; at least one call)."""
@@ -527,7 +532,7 @@ class ProcessPair:
     def ceiling(self, one_call_s):
         """One round's ceiling, in windows of PAIR_WINDOW: one worker alone before and after
         the pair (its better window: the machine's speed drifts between windows)."""
-        window = max(PAIR_WINDOW[0], PAIR_WINDOW[1] * one_call_s)
+        window = pair_window(one_call_s)
         before, = self.call_seconds([0], window)
         together = max(self.call_seconds([0, 1], window))
         after, = self.call_seconds([0], window)
@@ -556,7 +561,7 @@ def thread_scaling(name, model, function, q_stack, repeats, rounds=THREAD_ROUNDS
             for threads in counts:
                 with numba_threads(threads):
                     times[threads].append(best_seconds(call, repeats))
-            window = max(PAIR_WINDOW[0], PAIR_WINDOW[1] * times[1][-1])
+            window = pair_window(times[1][-1])
             for threads in counts:
                 with numba_threads(threads):
                     windows[threads].append(median_call_seconds(call, time.time() + window))

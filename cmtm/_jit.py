@@ -56,23 +56,30 @@ class KernelDispatcher(CPUDispatcher):
                     gc.enable()
 
 
-def python_callable(**options):
-    """Decorator: a :class:`KernelDispatcher` with TARGET_OPTIONS and ``options``, cached
-    on disk (the plain function itself when NUMBA_DISABLE_JIT is set, as numba.njit does).
-
-    For the functions Python calls (``jit_kernel``, ``jit_allocating``). Each kernel is
-    compiled by one process only when :func:`cmtm.compile_cache.precompile` fills the cache
-    with several processes: Numba's cache index is not safe against two processes writing
-    different signatures of one function at the same time, and helpers, compiled by every
-    process that needs them, write no index."""
+def numba_decorator(dispatcher_class, targetoptions, cache=False, **dispatcher_args):
+    """Decorator: a ``dispatcher_class`` of the function, compiled in nopython mode with
+    ``targetoptions`` and cached on disk if ``cache`` (the plain function itself when
+    NUMBA_DISABLE_JIT is set, as numba.njit does); what :func:`python_callable` and
+    :func:`helper` make."""
     def decorate(py_func):
         if numba.config.DISABLE_JIT:
             return py_func
-        dispatcher = KernelDispatcher(py_func, targetoptions={**TARGET_OPTIONS, **options,
-                                                              "nopython": True})
-        dispatcher.enable_caching()
+        options = {**targetoptions, "nopython": True}
+        dispatcher = dispatcher_class(py_func, targetoptions=options, **dispatcher_args)
+        if cache:
+            dispatcher.enable_caching()
         return dispatcher
     return decorate
+
+
+def python_callable(**options):
+    """Decorator: a :class:`KernelDispatcher` with TARGET_OPTIONS and ``options``, cached
+    on disk, for the functions Python calls (``jit_kernel``, ``jit_allocating``). Each
+    kernel is compiled by one process only when :func:`cmtm.compile_cache.precompile` fills
+    the cache with several processes: Numba's cache index is not safe against two processes
+    writing different signatures of one function at the same time, and helpers, compiled by
+    every process that needs them, write no index."""
+    return numba_decorator(KernelDispatcher, {**TARGET_OPTIONS, **options}, cache=True)
 
 
 jit_kernel = python_callable()
@@ -157,15 +164,9 @@ class HelperDispatcher(CPUDispatcher):
 
 def helper(**options):
     """Decorator: a :class:`HelperDispatcher` with HELPER_OPTIONS and ``options``, compiled
-    by :class:`HelperCompiler` (the plain function itself when NUMBA_DISABLE_JIT is set, as
-    numba.njit does)."""
-    def decorate(py_func):
-        if numba.config.DISABLE_JIT:
-            return py_func
-        return HelperDispatcher(py_func, targetoptions={**HELPER_OPTIONS, **options,
-                                                        "nopython": True},
-                                pipeline_class=HelperCompiler)
-    return decorate
+    by :class:`HelperCompiler`."""
+    return numba_decorator(HelperDispatcher, {**HELPER_OPTIONS, **options},
+                           pipeline_class=HelperCompiler)
 
 
 jit = helper()

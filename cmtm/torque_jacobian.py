@@ -320,8 +320,9 @@ def torque_jacobian_kernel(model, tw, chunk, claim, last, qhat, out):
     chain 13.1 -> 11.5 (20.1 -> 17.4), 32-link chain 128-131 -> 60 (215-221 -> 100-104),
     128-link chain 1803-1808 -> 431-451 (3111-3126 -> 908-930), example-robot-data's
     36-joint human 73-77 -> 61-63 (117-129 -> 100-101); cold compile of this kernel alone
-    (fresh process) 8.4-8.5 -> 9.5-9.6 s in three pairs (the price of the vector loops). The passes are called here
-    rather than from a per-sample function inlined into the kernel, as in ``cmtm.rnea_derivatives``: one level of Numba's IR inlining less
+    (fresh process) 8.4-8.5 -> 9.5-9.6 s in three pairs (the price of the vector loops).
+    The passes are called here rather than from a per-sample function inlined into the
+    kernel, as in ``cmtm.rnea_derivatives``: one level of Numba's IR inlining less
     (which copies the IR of an inlined function, its own inlined callees included). Cold
     compile of the order-1 torque Jacobian of the Panda, six alternating runs: median 15.4
     -> 14.6 s, Numba's inlining 2.0 -> 0.9 s of it; the same speed (kernel alone, one
