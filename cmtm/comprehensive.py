@@ -107,24 +107,24 @@ def motion_kernel(model, ws, chunk, claim, last, qhat, kinematics, world, dynami
     done = 0
     first, stop = claim_samples(claim, last)
     while first < stop:
-        for s in range(first, stop):
-            relative_cmtm_inverse(model, qhat[s], ws.XJinv[chunk], ws.sin_q[chunk],
+        for sample in range(first, stop):
+            relative_cmtm_inverse(model, qhat[sample], ws.XJinv[chunk], ws.sin_q[chunk],
                                   ws.cos_q[chunk], ws.skew_axis[chunk], Xup)
             if kinematics:
-                kinematic_outputs(parent, S, I, Xup, qhat[s], ws.root[0], world, kin[0], kin[1],
-                                  kin[2], kin[3], kin[4], ws.Xinv_L[chunk])
-                copy_link_stack(kin[0], v_L[s])
-                copy_link_stack(kin[1], h_L[s])
-                copy_link_stack(kin[3], h_J[s])
+                kinematic_outputs(parent, S, I, Xup, qhat[sample], ws.root[0], world, kin[0],
+                                  kin[1], kin[2], kin[3], kin[4], ws.Xinv_L[chunk])
+                copy_link_stack(kin[0], v_L[sample])
+                copy_link_stack(kin[1], h_L[sample])
+                copy_link_stack(kin[3], h_J[sample])
                 if world:
-                    copy_link_stack(kin[2], w_h_L[s])
-                    copy_link_stack(kin[4], w_h_J[s])
+                    copy_link_stack(kin[2], w_h_L[sample])
+                    copy_link_stack(kin[4], w_h_J[sample])
             if dynamics:
-                dynamic_outputs(parent, S, I, Xup, qhat[s], ws.root[1], links, dyn[0], dyn[1],
-                                dyn[2], dyn_f[0], dyn_f[1], tau[s])
+                dynamic_outputs(parent, S, I, Xup, qhat[sample], ws.root[1], links, dyn[0], dyn[1],
+                                dyn[2], dyn_f[0], dyn_f[1], tau[sample])
                 if links:
-                    copy_link_stack(dyn_f[0], f_L[s])
-                    copy_link_stack(dyn_f[1], f_J[s])
+                    copy_link_stack(dyn_f[0], f_L[sample])
+                    copy_link_stack(dyn_f[1], f_J[sample])
         done += stop - first
         first, stop = claim_samples(claim, last)
     return done
@@ -153,16 +153,16 @@ def link_poses_kernel(model, ws, chunk, claim, last, q, R_out, p_out):
     done = 0
     first, stop = claim_samples(claim, last)
     while first < stop:
-        for s in range(first, stop):
+        for sample in range(first, stop):
             for i in range(parent.shape[0]):
                 root = parent[i] < 0
                 link_pose_in_parent(model.joint_type[i], model.axis[i], model.placement_R[i],
-                                    model.placement_p[i], q[s, i], E,
-                                    R_out[s, i] if root else R_rel,
-                                    p_out[s, i] if root else p_rel)
+                                    model.placement_p[i], q[sample, i], E,
+                                    R_out[sample, i] if root else R_rel,
+                                    p_out[sample, i] if root else p_rel)
                 if not root:
-                    world_pose(R_out[s, parent[i]], p_out[s, parent[i]], R_rel, p_rel,
-                               R_out[s, i], p_out[s, i])
+                    world_pose(R_out[sample, parent[i]], p_out[sample, parent[i]], R_rel, p_rel,
+                               R_out[sample, i], p_out[sample, i])
         done += stop - first
         first, stop = claim_samples(claim, last)
     return done
@@ -207,12 +207,12 @@ def link_cmtm_kernel(model, ws, chunk, claim, last, qhat, X_L):
     done = 0
     first, stop = claim_samples(claim, last)
     while first < stop:
-        for s in range(first, stop):
-            relative_cmtm_inverse(model, qhat[s], ws.XJinv[chunk], ws.sin_q[chunk],
+        for sample in range(first, stop):
+            relative_cmtm_inverse(model, qhat[sample], ws.XJinv[chunk], ws.sin_q[chunk],
                                   ws.cos_q[chunk], ws.skew_axis[chunk], Xup)
             if K > 1:
-                velocity_pass(model.parent, model.screw, Xup, qhat[s], ws.root, nu)
-            link_cmtm_pass(model.parent, Xup, nu, ws.Xinv_L[chunk], X_L[s], ws.pose[chunk],
+                velocity_pass(model.parent, model.screw, Xup, qhat[sample], ws.root, nu)
+            link_cmtm_pass(model.parent, Xup, nu, ws.Xinv_L[chunk], X_L[sample], ws.pose[chunk],
                            ws.crosses[chunk])
         done += stop - first
         first, stop = claim_samples(claim, last)

@@ -28,7 +28,7 @@ likewise (``inertia_times``, ``composite_inertia_to_parent_add``).
 ==================  ===============  ================  ==================================
 symbol              code             shape (per slot)  meaning
 ==================  ===============  ================  ==================================
-s                   ``s``            index             the sample
+s                   ``sample``       index             the sample
 R, p                ``R, p``         (n,3,3), (n,3)    pose of link i in its parent
                                                        (R = R_0 E(q), p = p_0 (+ R_0 a q))
 S_i                 ``S``            (6,)              joint screw, link frame
@@ -287,8 +287,9 @@ def rnea_kernel(model, ws, chunk, claim, last, q_stack, tau):
     done = 0
     first, stop = claim_samples(claim, last)
     while first < stop:
-        for s in range(first, stop):
-            rnea_sample(model, ws, chunk, q_stack[s, 0], q_stack[s, 1], q_stack[s, 2], tau[s])
+        for sample in range(first, stop):
+            rnea_sample(model, ws, chunk, q_stack[sample, 0], q_stack[sample, 1],
+                        q_stack[sample, 2], tau[sample])
         done += stop - first
         first, stop = claim_samples(claim, last)
     return done
@@ -341,8 +342,8 @@ def crba_kernel(model, ws, chunk, claim, last, q, M):
     done = 0
     first, stop = claim_samples(claim, last)
     while first < stop:
-        for s in range(first, stop):
-            crba_sample(model, ws, chunk, q[s], M[s])
+        for sample in range(first, stop):
+            crba_sample(model, ws, chunk, q[sample], M[sample])
         done += stop - first
         first, stop = claim_samples(claim, last)
     return done

@@ -472,15 +472,15 @@ def torque_derivatives_kernel(model, ws, c, claim, last, q_stack, out, finite):
     done = 0
     first, stop = claim_samples(claim, last)
     while first < stop:
-        for smp in range(first, stop):
-            blocks = out[smp]
-            forward_pass(model, ws, c, q_stack[smp, 0], q_stack[smp, 1], q_stack[smp, 2])
+        for sample in range(first, stop):
+            blocks = out[sample]
+            forward_pass(model, ws, c, q_stack[sample, 0], q_stack[sample, 1], q_stack[sample, 2])
             subtree_sums(model, ws, c)
             pair_factors(model, ws, c)
             zero_other_branches(model, blocks)
             support_blocks(model, ws, c, blocks)
             descendant_blocks(model, ws, c, blocks)
-            finite[smp] = blocks_finite(ws, c, blocks)
+            finite[sample] = blocks_finite(ws, c, blocks)
         done += stop - first
         first, stop = claim_samples(claim, last)
     return done

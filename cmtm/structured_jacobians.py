@@ -260,46 +260,46 @@ def subtree_sum_sweep(model, W, WJ):
 
 
 @jit_inline
-def tangent_rows(model, ws, chunk, wanted, outputs, smp):
+def tangent_rows(model, ws, chunk, wanted, outputs, sample):
     """Lemma 1 (joint tangent and joint velocity: S_i on their own joint) and Lemma 2
-    (link tangent: Gx over the support) written as raw blocks for sample ``smp``."""
+    (link tangent: Gx over the support) written as raw blocks for sample ``sample``."""
     S, Gx, G1, coef = model.screw, ws.Gx[chunk], ws.G1[chunk], ws.coef
     for i in range(model.parent.shape[0]):
         if wanted[JOINT_TANGENT]:
             zero_blocks(G1)
             for c in range(6):
                 G1[0, 0, c] = S[i, c]
-            write_raw_blocks(G1[:1], coef, 6 * i, i, outputs[JOINT_TANGENT][smp])
+            write_raw_blocks(G1[:1], coef, 6 * i, i, outputs[JOINT_TANGENT][sample])
         if wanted[JOINT_VELOCITY]:
             zero_blocks(G1)
             for c in range(6):
                 G1[1, 0, c] = S[i, c]
-            write_raw_blocks(G1, coef, 6 * i, i, outputs[JOINT_VELOCITY][smp])
+            write_raw_blocks(G1, coef, 6 * i, i, outputs[JOINT_VELOCITY][sample])
         if wanted[LINK_TANGENT]:
             for t in range(model.support_start[i], model.support_start[i + 1]):
                 j = model.support[t]
-                write_raw_blocks(Gx[i, j:j + 1], coef, 6 * i, j, outputs[LINK_TANGENT][smp])
+                write_raw_blocks(Gx[i, j:j + 1], coef, 6 * i, j, outputs[LINK_TANGENT][sample])
 
 
 @jit_inline
-def joint_momentum_pair(ws, chunk, state, i, j, wanted, outputs, smp):
+def joint_momentum_pair(ws, chunk, state, i, j, wanted, outputs, sample):
     """Joint momentum columns (world, local) of the pair (i, j): WJ[i, j] for j in P(i),
     WJ[j, j] for a strict descendant j (Lemma 4), then Lemma 4 step 3."""
     ancestor = j <= i
     src = ws.WJ[chunk, i, j] if ancestor else ws.WJ[chunk, j, j]
     if wanted[JOINT_MOMENTUM_WORLD]:
-        write_raw_blocks(src, ws.coef, 6 * i, j, outputs[JOINT_MOMENTUM_WORLD][smp])
+        write_raw_blocks(src, ws.coef, 6 * i, j, outputs[JOINT_MOMENTUM_WORLD][sample])
     if wanted[JOINT_MOMENTUM]:
         HJ = ws.HJ[chunk]
         local_momentum_rule(ws.X_L[chunk, i], state[2, i], ws.Gx[chunk, i, j], src, ancestor,
                             HJ)
-        write_raw_blocks(HJ, ws.coef, 6 * i, j, outputs[JOINT_MOMENTUM][smp])
+        write_raw_blocks(HJ, ws.coef, 6 * i, j, outputs[JOINT_MOMENTUM][sample])
 
 
 @jit_inline
-def momentum_rows(model, ws, chunk, state, wanted, world, outputs, smp):
+def momentum_rows(model, ws, chunk, state, wanted, world, outputs, sample):
     """Lemmas 2-4 on the gravity-free pass ``state``: link velocity, link momentum (local,
-    world), joint momentum (world, local) raw blocks for sample ``smp``, from the
+    world), joint momentum (world, local) raw blocks for sample ``sample``, from the
     link-velocity columns V."""
     V, H, W, coef = ws.V[chunk], ws.H[chunk], ws.W[chunk], ws.coef
     link_sweep(model, ws, chunk, state, wanted[LINK_MOMENTUM], world)
@@ -307,19 +307,19 @@ def momentum_rows(model, ws, chunk, state, wanted, world, outputs, smp):
         for t in range(model.support_start[i], model.support_start[i + 1]):
             j = model.support[t]
             if wanted[LINK_VELOCITY]:
-                write_raw_blocks(V[i, j], coef, 6 * i, j, outputs[LINK_VELOCITY][smp])
+                write_raw_blocks(V[i, j], coef, 6 * i, j, outputs[LINK_VELOCITY][sample])
             if wanted[LINK_MOMENTUM]:
-                write_raw_blocks(H[i, j], coef, 6 * i, j, outputs[LINK_MOMENTUM][smp])
+                write_raw_blocks(H[i, j], coef, 6 * i, j, outputs[LINK_MOMENTUM][sample])
             if wanted[LINK_MOMENTUM_WORLD]:
-                write_raw_blocks(W[i, j], coef, 6 * i, j, outputs[LINK_MOMENTUM_WORLD][smp])
+                write_raw_blocks(W[i, j], coef, 6 * i, j, outputs[LINK_MOMENTUM_WORLD][sample])
     if wanted[JOINT_MOMENTUM_WORLD] or wanted[JOINT_MOMENTUM]:
         subtree_sum_sweep(model, W, ws.WJ[chunk])
         for i in range(model.parent.shape[0]):
             for t in range(model.support_start[i], model.support_start[i + 1]):
                 joint_momentum_pair(ws, chunk, state, i, model.support[t], wanted, outputs,
-                                    smp)
+                                    sample)
             for j in range(i + 1, model.subtree_end[i]):
-                joint_momentum_pair(ws, chunk, state, i, j, wanted, outputs, smp)
+                joint_momentum_pair(ws, chunk, state, i, j, wanted, outputs, sample)
 
 
 @jit_inline
@@ -335,9 +335,9 @@ def joint_force_pair(ws, chunk, state, i, j, out):
 
 
 @jit_inline
-def force_rows(model, ws, chunk, state, wanted, outputs, smp):
+def force_rows(model, ws, chunk, state, wanted, outputs, sample):
     """Lemmas 2-5 on the gravity pass ``state``: link and joint force raw blocks for
-    sample ``smp``.
+    sample ``sample``.
 
     Lemma 4's world frame may be any fixed frame: the gravity root CMTM is constant in q
     and cancels in X^{*-1} (sum X^* ...), so the link CMTMs of the base at rest serve.
@@ -350,15 +350,15 @@ def force_rows(model, ws, chunk, state, wanted, outputs, smp):
             for t in range(model.support_start[i], model.support_start[i + 1]):
                 j = model.support[t]
                 force_rule(state[0, i], state[1, i], H[i, j], V[i, j], j <= i, F)
-                write_raw_blocks(F, ws.coef, 6 * i, j, outputs[LINK_FORCE][smp])
+                write_raw_blocks(F, ws.coef, 6 * i, j, outputs[LINK_FORCE][sample])
     if wanted[JOINT_FORCE]:
         subtree_sum_sweep(model, ws.W[chunk], ws.WJ[chunk])
         for i in range(model.parent.shape[0]):
             for t in range(model.support_start[i], model.support_start[i + 1]):
                 joint_force_pair(ws, chunk, state, i, model.support[t],
-                                 outputs[JOINT_FORCE][smp])
+                                 outputs[JOINT_FORCE][sample])
             for j in range(i + 1, model.subtree_end[i]):
-                joint_force_pair(ws, chunk, state, i, j, outputs[JOINT_FORCE][smp])
+                joint_force_pair(ws, chunk, state, i, j, outputs[JOINT_FORCE][sample])
 
 
 # --- The batched kernel ---
@@ -382,14 +382,14 @@ def jacobian_kernel(model, ws, chunk, claim, last, qhat, wanted, outputs):
     done = 0
     first, stop = claim_samples(claim, last)
     while first < stop:
-        for smp in range(first, stop):
-            q = qhat[smp]
+        for sample in range(first, stop):
+            q = qhat[sample]
             relative_cmtm_inverse(model, q, ws.XJinv[chunk], ws.sin_q[chunk],
                                   ws.cos_q[chunk], ws.skew_axis[chunk], Xup)
             if tangents:
                 tangent_sweep(model, S, Xup, ws.Gx[chunk])
             if wanted[JOINT_VELOCITY:LINK_TANGENT + 1].any():
-                tangent_rows(model, ws, chunk, wanted, outputs, smp)
+                tangent_rows(model, ws, chunk, wanted, outputs, sample)
             if wanted[LINK_MOMENTUM:JOINT_MOMENTUM + 1].any() or world:
                 momentum_stacks(parent, S, I, Xup, q, free_root, free[0], free[1], free[2])
             elif kinematic:
@@ -398,11 +398,11 @@ def jacobian_kernel(model, ws, chunk, claim, last, qhat, wanted, outputs):
                 link_cmtm_pass(parent, Xup, free[0], ws.Xinv_L[chunk], ws.X_L[chunk],
                                ws.pose[chunk], ws.crosses[chunk])
             if kinematic:
-                momentum_rows(model, ws, chunk, free, wanted, world, outputs, smp)
+                momentum_rows(model, ws, chunk, free, wanted, world, outputs, sample)
             if forces:
                 momentum_stacks(parent, S, I, Xup, q, gravity_root, gravity[0], gravity[1],
                                 gravity[2])
-                force_rows(model, ws, chunk, gravity, wanted, outputs, smp)
+                force_rows(model, ws, chunk, gravity, wanted, outputs, sample)
         done += stop - first
         first, stop = claim_samples(claim, last)
     return done

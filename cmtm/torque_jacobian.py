@@ -333,10 +333,10 @@ def torque_jacobian_kernel(model, tw, chunk, claim, last, qhat, out):
     done = 0
     first, stop = claim_samples(claim, last)
     while first < stop:
-        for smp in range(first, stop):
-            world_state(model, tw, chunk, qhat[smp])
+        for sample in range(first, stop):
+            world_state(model, tw, chunk, qhat[sample])
             per_link_jets(model, tw, chunk)
-            blocks = out[smp]
+            blocks = out[sample]
             for i in range(model.parent.shape[0]):
                 for u in range(model.run_start[i], model.run_start[i + 1]):
                     j0, j1 = model.runs[u, 0], model.runs[u, 0] + model.runs[u, 1]

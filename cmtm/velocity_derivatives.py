@@ -234,12 +234,12 @@ def velocity_derivatives_kernel(model, ws, c, claim, last, q_stack, out, finite)
     done = 0
     first, stop = claim_samples(claim, last)
     while first < stop:
-        for smp in range(first, stop):
-            world_jets(model, ws, c, q_stack[smp])
+        for sample in range(first, stop):
+            world_jets(model, ws, c, q_stack[sample])
             ok = True
             for i in range(model.parent.shape[0]):
-                ok = link_rows(model, ws, c, i, out[smp]) and ok
-            finite[smp] = ok
+                ok = link_rows(model, ws, c, i, out[sample]) and ok
+            finite[sample] = ok
         done += stop - first
         first, stop = claim_samples(claim, last)
     return done
