@@ -17,10 +17,11 @@ Tree traversal (links in depth-first pre-order, ``parent[i] < i``):
   the support of i reads and writes contiguous entries (one run for a serial chain, one
   more per branch the path leaves in a tree).
 
-Threads. A kernel batched over samples, ``kernel(model, workspace, c, claim, last,
+Threads. A kernel batched over samples, ``kernel(model, workspace, chunk, claim, last,
 ...)``, computes the samples below ``last`` that it claims, a block at a time, from the
 counter ``claim`` that every thread of the call shares (``cmtm._jit.claim_samples``),
-with slot c of every workspace array (leading axis), and returns how many it computed.
+with slot ``chunk`` of every workspace array (leading axis), and returns how many it
+computed.
 ``cmtm.api.run_chunks`` gives each thread a workspace of its own (one slot, so that two
 threads never write one cache line) and runs at most one per thread of
 ``numba.get_num_threads()`` (Numba's ``NUMBA_NUM_THREADS`` environment variable or

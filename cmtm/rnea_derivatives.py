@@ -248,27 +248,28 @@ def inertia_rate_add(v, m, mc, I_O, dmc, dI_O):
 
 
 @jit_inline
-def forward_pass(model, ws, c, q, qd, qdd):
+def forward_pass(model, ws, chunk, q, qd, qdd):
     """Poses, screws and their rates, twists, accelerations, and per link the world inertia
     I_i (into w_m, w_mc, w_IO), its rate (w_dmc, w_dIO), the momentum I_i v_i (w_h) and
     the force f_i (w_F): the first loop of the module docstring, accumulated into arrays
     zeroed here."""
-    for link_arrays in (ws.w_m[c], ws.w_mc[c], ws.w_dmc[c], ws.w_h[c], ws.w_F[c]):
+    for link_arrays in (ws.w_m[chunk], ws.w_mc[chunk], ws.w_dmc[chunk], ws.w_h[chunk],
+                        ws.w_F[chunk]):
         zero_stack(link_arrays)
-    zero_blocks(ws.w_IO[c])
-    zero_blocks(ws.w_dIO[c])
+    zero_blocks(ws.w_IO[chunk])
+    zero_blocks(ws.w_dIO[chunk])
     for i in range(model.parent.shape[0]):
         par = model.parent[i]
-        w_R, w_p = ws.w_R[c, i], ws.w_p[c, i]
-        s, ds, dds = ws.w_s[c, i, 0], ws.w_s[c, i, 1], ws.w_s[c, i, 2]
-        v, alpha = ws.w_v[c, i], ws.w_alpha[c, i]
-        m, mc, I_O = ws.w_m[c, i], ws.w_mc[c, i], ws.w_IO[c, i]
-        link_world_pose(model, i, q[i], ws.E[c], ws.R[c], ws.p[c], ws.identity, ws.origin,
-                        ws.w_R[c], ws.w_p[c], s)
+        w_R, w_p = ws.w_R[chunk, i], ws.w_p[chunk, i]
+        s, ds, dds = ws.w_s[chunk, i, 0], ws.w_s[chunk, i, 1], ws.w_s[chunk, i, 2]
+        v, alpha = ws.w_v[chunk, i], ws.w_alpha[chunk, i]
+        m, mc, I_O = ws.w_m[chunk, i], ws.w_mc[chunk, i], ws.w_IO[chunk, i]
+        link_world_pose(model, i, q[i], ws.E[chunk], ws.R[chunk], ws.p[chunk], ws.identity,
+                        ws.origin, ws.w_R[chunk], ws.w_p[chunk], s)
         if par < 0:
-            v_par, alpha_par = ws.w_v0[c], ws.w_a0[c]   # base at rest, accelerating at -g
+            v_par, alpha_par = ws.w_v0[chunk], ws.w_a0[chunk]   # base at rest, accelerating at -g
         else:
-            v_par, alpha_par = ws.w_v[c, par], ws.w_alpha[c, par]
+            v_par, alpha_par = ws.w_v[chunk, par], ws.w_alpha[chunk, par]
         for r in range(6):
             v[r] = v_par[r]
             alpha[r] = alpha_par[r]
@@ -283,20 +284,21 @@ def forward_pass(model, ws, c, q, qd, qdd):
             v[r] += s[r] * qd[i]                        # v = v_p + s q'
         composite_inertia_to_parent_add(w_R, w_p, model.mass[i], ws.first_moment[i],
                                         ws.rotational_inertia[i], m, mc, I_O)  # A^{-T} I A^{-1}
-        dmc, dI_O = ws.w_dmc[c, i], ws.w_dIO[c, i]
+        dmc, dI_O = ws.w_dmc[chunk, i], ws.w_dIO[chunk, i]
         inertia_rate_add(v, m[0], mc, I_O, dmc, dI_O)   # I' = v x^* I - I v x
-        h, f = ws.w_h[c, i], ws.w_F[c, i]
+        h, f = ws.w_h[chunk, i], ws.w_F[chunk, i]
         inertia_add(m[0], mc, I_O, v, 1.0, h)           # h = I v
         inertia_add(m[0], mc, I_O, alpha, 1.0, f)       # f = I alpha + v x^* h
         force_cross_add(v, h, 1.0, f)
 
 
 @jit_inline
-def subtree_sums(model, ws, c):
+def subtree_sums(model, ws, chunk):
     """Composite inertia, its rate, subtree momentum and joint force: each link's own,
     summed over its subtree (children have larger indices)."""
-    m, mc, I_O, dmc, dI_O = ws.w_m[c], ws.w_mc[c], ws.w_IO[c], ws.w_dmc[c], ws.w_dIO[c]
-    h, F = ws.w_h[c], ws.w_F[c]
+    m, mc, I_O = ws.w_m[chunk], ws.w_mc[chunk], ws.w_IO[chunk]
+    dmc, dI_O = ws.w_dmc[chunk], ws.w_dIO[chunk]
+    h, F = ws.w_h[chunk], ws.w_F[chunk]
     for i in range(model.parent.shape[0] - 1, -1, -1):
         par = model.parent[i]
         if par >= 0:
@@ -313,19 +315,19 @@ def subtree_sums(model, ws, c):
 
 
 @jit_inline
-def pair_factors(model, ws, c):
+def pair_factors(model, ws, chunk):
     """Per output joint i: c_i = gamma_i - e_i and b_i (``row[:, :, i]``); per input joint
     j as a descendant: y'_j, b'_j + y_j and b_j (``descendant[:, :, j]``); per input joint
     j in a support: s_j, s'_j and s''_j (``columns[:, :, j]``). Stored component-major so
     that the pair loops run over contiguous link ranges."""
-    row, descendant, columns = ws.row[c], ws.descendant[c], ws.columns[c]
-    b, gamma, e, db_y, dy = ws.w_pair[c, 0], ws.w_pair[c, 1], ws.w_pair[c, 2], \
-        ws.w_pair[c, 3], ws.w_pair[c, 4]
+    row, descendant, columns = ws.row[chunk], ws.descendant[chunk], ws.columns[chunk]
+    b, gamma, e, db_y, dy = ws.w_pair[chunk, 0], ws.w_pair[chunk, 1], ws.w_pair[chunk, 2], \
+        ws.w_pair[chunk, 3], ws.w_pair[chunk, 4]
     for i in range(model.parent.shape[0]):
-        s, ds, dds = ws.w_s[c, i, 0], ws.w_s[c, i, 1], ws.w_s[c, i, 2]
-        m, mc, I_O, dmc, dI_O = ws.w_m[c, i, 0], ws.w_mc[c, i], ws.w_IO[c, i], \
-            ws.w_dmc[c, i], ws.w_dIO[c, i]
-        h, F = ws.w_h[c, i], ws.w_F[c, i]
+        s, ds, dds = ws.w_s[chunk, i, 0], ws.w_s[chunk, i, 1], ws.w_s[chunk, i, 2]
+        m, mc, I_O, dmc, dI_O = ws.w_m[chunk, i, 0], ws.w_mc[chunk, i], ws.w_IO[chunk, i], \
+            ws.w_dmc[chunk, i], ws.w_dIO[chunk, i]
+        h, F = ws.w_h[chunk, i], ws.w_F[chunk, i]
         for k in range(6):
             b[k] = 0.0
             gamma[k] = 0.0
@@ -348,7 +350,7 @@ def pair_factors(model, ws, c):
             descendant[1, k, i] = db_y[k]
             descendant[2, k, i] = b[k]
             for order in range(3):
-                columns[order, k, i] = ws.w_s[c, i, order, k]
+                columns[order, k, i] = ws.w_s[chunk, i, order, k]
 
 
 @jit_inline
@@ -371,7 +373,7 @@ def zero_other_branches(model, out):
 
 
 @jit_inline
-def support_blocks(model, ws, c, out):
+def support_blocks(model, ws, chunk, out):
     """out[i, r, j] for j in the support of i, i.e. i in the subtree of j:
     (s'_j . c_i + s''_j . b_i, s_j . c_i + 2 s'_j . b_i, s_j . b_i), run by run of the
     support (the KernelModel's ``runs``), j innermost over consecutive entries of the
@@ -384,8 +386,8 @@ def support_blocks(model, ws, c, out):
     for the three (12 or 6 columns read per loop, so fewer alias checks before each),
     Panda 0.62-0.66 -> 0.56-0.57, 32-link chain 0.72-0.84 -> 0.69-0.74, 128-link chain
     0.78-0.96 -> 0.74-0.80, for ~1 s more of cold compile (three pairs of runs)."""
-    C, B = ws.row[c, 0], ws.row[c, 1]
-    s, ds, dds = ws.columns[c, 0], ws.columns[c, 1], ws.columns[c, 2]
+    C, B = ws.row[chunk, 0], ws.row[chunk, 1]
+    s, ds, dds = ws.columns[chunk, 0], ws.columns[chunk, 1], ws.columns[chunk, 2]
     for i in range(model.parent.shape[0]):
         C0, C1, C2, C3, C4, C5 = C[0, i], C[1, i], C[2, i], C[3, i], C[4, i], C[5, i]
         B0, B1, B2, B3, B4, B5 = B[0, i], B[1, i], B[2, i], B[3, i], B[4, i], B[5, i]
@@ -408,15 +410,15 @@ def support_blocks(model, ws, c, out):
 
 
 @jit_inline
-def descendant_blocks(model, ws, c, out):
+def descendant_blocks(model, ws, chunk, out):
     """out[i, r, j] for j a strict descendant of i: s_i . (y'_j, b'_j + y_j, b_j), j
     innermost over consecutive entries (:func:`cmtm._jit.index_range`: vectorized;
     measured with :func:`support_blocks`: 128-link chain 1.23-1.28 -> 1.02-1.10 of
     Pinocchio's time, support_blocks still j outer)."""
     for i in range(model.parent.shape[0]):
-        s0, s1, s2, s3, s4, s5 = ws.w_s[c, i, 0]
+        s0, s1, s2, s3, s4, s5 = ws.w_s[chunk, i, 0]
         for r in range(3):
-            D, row = ws.descendant[c, r], out[i, r]
+            D, row = ws.descendant[chunk, r], out[i, r]
             for j in index_range(i + 1, model.subtree_end[i]):
                 row[j] = s0 * D[0, j] + s1 * D[1, j] + s2 * D[2, j] + s3 * D[3, j] + \
                     s4 * D[4, j] + s5 * D[5, j]
@@ -441,13 +443,13 @@ def all_within(x, bound):
 
 
 @jit_inline
-def blocks_finite(ws, c, blocks):
+def blocks_finite(ws, chunk, blocks):
     """Whether every entry of one sample's blocks (n, 3, n) is finite: at once if every
     pair factor (``columns``, ``row``, ``descendant``) is within FACTOR_BOUND, O(n) reads,
     and otherwise by reading every entry (x - x is 0 for finite x), O(n^2). The factors
     bound the blocks (:data:`FACTOR_BOUND`), and the zeros between branches are finite."""
-    if all_within(ws.columns[c], FACTOR_BOUND) and all_within(ws.row[c], FACTOR_BOUND) \
-            and all_within(ws.descendant[c], FACTOR_BOUND):
+    if all_within(ws.columns[chunk], FACTOR_BOUND) and all_within(ws.row[chunk], FACTOR_BOUND) \
+            and all_within(ws.descendant[chunk], FACTOR_BOUND):
         return True
     finite = True
     for i in range(blocks.shape[0]):
@@ -458,9 +460,9 @@ def blocks_finite(ws, c, blocks):
 
 
 @jit_kernel
-def torque_derivatives_kernel(model, ws, c, claim, last, q_stack, out, finite):
+def torque_derivatives_kernel(model, ws, chunk, claim, last, q_stack, out, finite):
     """out[s, i, r, j] = d tau_i / d q_j^(r) (raw derivatives, r = 0, 1, 2) at the samples s
-    it claims of q_stack (n_samples, >= 3, n) raw, with work slot c
+    it claims of q_stack (n_samples, >= 3, n) raw, with work slot ``chunk``
     (``cmtm.api.run_chunks`` runs the chunks on threads): per sample, the passes of the
     module docstring, then the blocks; finite[s] whether every entry of sample s is finite
     (:func:`blocks_finite`), so that the caller need not read the output again (a sum over
@@ -468,19 +470,20 @@ def torque_derivatives_kernel(model, ws, c, claim, last, q_stack, out, finite):
     here rather than from a per-sample function inlined into the kernel: one level of
     Numba's IR inlining less (cold compile of the order-0 torque Jacobian 4.58-4.76 ->
     4.02-4.23 s, four alternating runs), at the same speed per sample."""
-    base_motion(model.gravity, ws.w_v0[c], ws.w_a0[c])       # v_0 = 0, a_0 = -g (§3.3)
+    base_motion(model.gravity, ws.w_v0[chunk], ws.w_a0[chunk])       # v_0 = 0, a_0 = -g (§3.3)
     done = 0
     first, stop = claim_samples(claim, last)
     while first < stop:
         for sample in range(first, stop):
             blocks = out[sample]
-            forward_pass(model, ws, c, q_stack[sample, 0], q_stack[sample, 1], q_stack[sample, 2])
-            subtree_sums(model, ws, c)
-            pair_factors(model, ws, c)
+            forward_pass(model, ws, chunk, q_stack[sample, 0], q_stack[sample, 1],
+                         q_stack[sample, 2])
+            subtree_sums(model, ws, chunk)
+            pair_factors(model, ws, chunk)
             zero_other_branches(model, blocks)
-            support_blocks(model, ws, c, blocks)
-            descendant_blocks(model, ws, c, blocks)
-            finite[sample] = blocks_finite(ws, c, blocks)
+            support_blocks(model, ws, chunk, blocks)
+            descendant_blocks(model, ws, chunk, blocks)
+            finite[sample] = blocks_finite(ws, chunk, blocks)
         done += stop - first
         first, stop = claim_samples(claim, last)
     return done

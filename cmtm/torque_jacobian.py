@@ -118,7 +118,7 @@ def torque_workspace(model, order, n_chunks):
 
 
 @jit_inline
-def link_world_jets(model, tw, c, i, q, v_parent):
+def link_world_jets(model, tw, chunk, i, q, v_parent):
     """World jets of link i (L coefficients) from its pose and its parent's twist jets
     v_parent (§2.5, §5 in world coordinates, Taylor-scaled; q'_b = (b+1) q_{b+1}):
 
@@ -131,15 +131,15 @@ def link_world_jets(model, tw, c, i, q, v_parent):
     of ``cmtm.rnea_derivatives.inertia_add``, and momentum); s and v by
     ``screw_twist_jets``, shared with ``cmtm.velocity_derivatives``. The mass is constant:
     I_{m+1} has only a first moment and a rotational inertia (``inertia_rate_add``)."""
-    s, v, h = tw.s[c, i], tw.v_w[c, i], tw.hJ_w[c, i]
-    mass, mc, I_O = tw.Ic_m[c, i], tw.Ic_mc[c, i], tw.Ic_IO[c, i]
-    link_world_pose(model, i, q[0, i], tw.E[c], tw.R[c], tw.p[c], tw.identity, tw.origin,
-                    tw.w_R[c], tw.w_p[c], s[0])
+    s, v, h = tw.s[chunk, i], tw.v_w[chunk, i], tw.hJ_w[chunk, i]
+    mass, mc, I_O = tw.Ic_m[chunk, i], tw.Ic_mc[chunk, i], tw.Ic_IO[chunk, i]
+    link_world_pose(model, i, q[0, i], tw.E[chunk], tw.R[chunk], tw.p[chunk], tw.identity,
+                    tw.origin, tw.w_R[chunk], tw.w_p[chunk], s[0])
     screw_twist_jets(v_parent, q, i, tw.rate_scale, s, v)
     mass[0] = 0.0
     zero_stack(mc)
     zero_blocks(I_O)
-    composite_inertia_to_parent_add(tw.w_R[c, i], tw.w_p[c, i], model.mass[i],
+    composite_inertia_to_parent_add(tw.w_R[chunk, i], tw.w_p[chunk, i], model.mass[i],
                                     tw.first_moment[i], tw.rotational_inertia[i], mass,
                                     mc[0], I_O[0])                      # I_0 = A^{-T} I A^{-1}
     for m in range(s.shape[0] - 1):
@@ -155,20 +155,21 @@ def link_world_jets(model, tw, c, i, q, v_parent):
 
 
 @jit_inline
-def world_state(model, tw, c, q):
+def world_state(model, tw, chunk, q):
     """World jets of every link (:func:`link_world_jets`, parents first, the base moving
     with tw.root: at rest, accelerating at -g, §3.3), then composite inertias I~^C and
     subtree momenta h~_J summed over the subtrees (children first)."""
     parent = model.parent
     for i in range(parent.shape[0]):
-        link_world_jets(model, tw, c, i, q, tw.root if parent[i] < 0 else tw.v_w[c, parent[i]])
+        v_parent = tw.root if parent[i] < 0 else tw.v_w[chunk, parent[i]]
+        link_world_jets(model, tw, chunk, i, q, v_parent)
     for child in range(parent.shape[0] - 1, -1, -1):
         par = parent[child]
         if par >= 0:
-            tw.Ic_m[c, par, 0] += tw.Ic_m[c, child, 0]
-            add_stack(tw.Ic_mc[c, child], tw.Ic_mc[c, par])
-            add_blocks(tw.Ic_IO[c, child], tw.Ic_IO[c, par])
-            add_stack(tw.hJ_w[c, child], tw.hJ_w[c, par])
+            tw.Ic_m[chunk, par, 0] += tw.Ic_m[chunk, child, 0]
+            add_stack(tw.Ic_mc[chunk, child], tw.Ic_mc[chunk, par])
+            add_blocks(tw.Ic_IO[chunk, child], tw.Ic_IO[chunk, par])
+            add_stack(tw.hJ_w[chunk, child], tw.hJ_w[chunk, par])
 
 
 @jit_inline

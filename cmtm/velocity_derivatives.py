@@ -97,7 +97,7 @@ def velocity_derivatives_workspace(kernel_model, order, n_chunks):
 
 
 @jit_inline
-def world_jets(model, ws, c, q_rows):
+def world_jets(model, ws, chunk, q_rows):
     """Poses, screw jets s_0..s_K and twist jets v_0..v_{K-1} of every link (K = k+1, the
     rows of ws.w_V), and the order-0 columns s'_i = s_1 (``w_cols[0, 0]``) and s_i
     (``w_cols[1, 0]``): the per-link recursion of the module docstring on Taylor
@@ -105,14 +105,14 @@ def world_jets(model, ws, c, q_rows):
     derivatives of one sample (q' coefficients q^(m+1) / m!)."""
     for i in range(model.parent.shape[0]):
         par = model.parent[i]
-        S, V = ws.w_S[c, i], ws.w_V[c, i]
-        link_world_pose(model, i, q_rows[0, i], ws.E[c], ws.R[c], ws.p[c], ws.identity,
-                        ws.origin, ws.w_R[c], ws.w_p[c], S[0])
-        screw_twist_jets(ws.rest if par < 0 else ws.w_V[c, par], q_rows, i,
+        S, V = ws.w_S[chunk, i], ws.w_V[chunk, i]
+        link_world_pose(model, i, q_rows[0, i], ws.E[chunk], ws.R[chunk], ws.p[chunk], ws.identity,
+                        ws.origin, ws.w_R[chunk], ws.w_p[chunk], S[0])
+        screw_twist_jets(ws.rest if par < 0 else ws.w_V[chunk, par], q_rows, i,
                          ws.inverse_factorial, S, V)
         for r in range(6):
-            ws.w_cols[c, 0, 0, r, i] = S[1, r]
-            ws.w_cols[c, 1, 0, r, i] = S[0, r]
+            ws.w_cols[chunk, 0, 0, r, i] = S[1, r]
+            ws.w_cols[chunk, 1, 0, r, i] = S[0, r]
 
 
 @jit_leaf
@@ -198,7 +198,7 @@ def body_columns(R, p, cols, first, length, row0, out):
 
 
 @jit_inline
-def link_rows(model, ws, c, i, out):
+def link_rows(model, ws, chunk, i, out):
     """The rows of link i of one sample's output (K, 6 n, K+1, n): every order, every
     joint of its support, run by run; returns False if an entry is not finite.
 
@@ -210,14 +210,14 @@ def link_rows(model, ws, c, i, out):
     Inlining comoving_columns alone, orders interleaved, had lost 2-7 % at order 0 (which
     does not call it); inlining binomial_blocks gained nothing measurable."""
     K, ok = out.shape[0], True
-    R, p, cols, body = ws.w_R[c, i], ws.w_p[c, i], ws.w_cols[c], ws.body[c]
+    R, p, cols, body = ws.w_R[chunk, i], ws.w_p[chunk, i], ws.w_cols[chunk], ws.body[chunk]
     for u in range(model.run_start[i], model.run_start[i + 1]):
         joint, length = model.runs[u, 0], model.runs[u, 1]
         ok = body_columns(R, p, cols[0, 0], joint, length, 6 * i, out[0, :, 0]) and ok
         ok = body_columns(R, p, cols[1, 0], joint, length, 6 * i, out[0, :, 1]) and ok
         if K > 1:
             for t in range(joint, joint + length):
-                comoving_columns(ws.w_S[c, t], ws.w_V[c, i], ws.jets[c], cols, t)
+                comoving_columns(ws.w_S[chunk, t], ws.w_V[chunk, i], ws.jets[chunk], cols, t)
             for m in range(1, K):
                 ok = body_columns(R, p, cols[0, m], joint, length, 6 * i, out[m, :, 0]) and ok
                 ok = body_columns(R, p, cols[1, m], joint, length, 0, body[m]) and ok
@@ -226,19 +226,19 @@ def link_rows(model, ws, c, i, out):
 
 
 @jit_kernel
-def velocity_derivatives_kernel(model, ws, c, claim, last, q_stack, out, finite):
+def velocity_derivatives_kernel(model, ws, chunk, claim, last, q_stack, out, finite):
     """out[s, l, 6 i + c, r, j] = d nu_i,c^(l) / d q_j^(r) (l <= k, r <= k+1) for j in the
     support of link i, at the samples s it claims of q_stack (n_samples, >= k+2, n)
-    raw, with work slot c; ``out`` (n_samples, k+1, 6 n, k+2, n) zero-initialised;
+    raw, with work slot ``chunk``; ``out`` (n_samples, k+1, 6 n, k+2, n) zero-initialised;
     finite[s] whether every entry of sample s is finite."""
     done = 0
     first, stop = claim_samples(claim, last)
     while first < stop:
         for sample in range(first, stop):
-            world_jets(model, ws, c, q_stack[sample])
+            world_jets(model, ws, chunk, q_stack[sample])
             ok = True
             for i in range(model.parent.shape[0]):
-                ok = link_rows(model, ws, c, i, out[sample]) and ok
+                ok = link_rows(model, ws, chunk, i, out[sample]) and ok
             finite[sample] = ok
         done += stop - first
         first, stop = claim_samples(claim, last)
