@@ -12,7 +12,8 @@ For the link-velocity and joint-torque stacks of orders k = 0..4 on serial chain
   samples and ``jit``. Its trace + XLA compile time is its own column and is excluded
   from the per-sample time.
 
-Each timing is the best of R calls after a warm-up. The number of samples per call adapts
+Each timing is the best of at least R calls and TIMED_SECONDS (0.1 s) of calls, after
+WARM_UP_CALLS (3) untimed ones, for cmtm, FD and JAX alike. The number of samples per call adapts
 to the cost of one sample (a target wall time per call, at most --samples), since
 per-sample time is what is reported: small models run 200 samples per call, the 128-joint
 FD a single one. The FD err / JAX err columns are max |J - J_structured| / max |J_structured|
@@ -81,6 +82,14 @@ WARM_UP_CALLS = 3
 touch a large fresh output (100+ MB) ran up to 10x slower for two to four calls (measured:
 the order-2 velocity Jacobian of a 32-link chain, 200 samples: 140, 120, 26, 12 ms), which
 the best of 3 timed calls did not always leave behind."""
+TIMED_SECONDS = 0.1
+"""Least time spent on the timed calls of one side of a cell (after its warm-up): each
+timing is the best of at least --repeats calls and of as many more as fit in this time,
+for cmtm, FD and JAX alike. JAX's first calls after its warm-up call were seen well above
+its best (the 2-link chain's order-0 torque Jacobian, 100 samples: 8.6, 2.9 and 5.3 us per
+sample, then a best of 2.0 and a median of 2.5 over 300 calls), so that the best of three
+made two runs of the same day report 2.2 and 23.3 us for that cell: a JAX/str ratio ten
+times too favourable to cmtm in the second."""
 ESTIMATE_CALLS = 3
 """One-sample calls that estimate a cell's cost (the best of them): a single call was once
 5.9 ms instead of ~0.06 ms (the 2-link order-0 link-velocity cell of the run of
@@ -129,13 +138,26 @@ during the call (numpy's arrays; Numba's allocations inside kernels are not trac
 
 # --- timing ---
 
+def best_seconds(call, repeats):
+    """Best wall time of ``call()`` over at least ``repeats`` calls and TIMED_SECONDS, after
+    WARM_UP_CALLS untimed ones; returns (seconds, the last result)."""
+    for _ in range(WARM_UP_CALLS):
+        result = call()
+    best, calls, until = np.inf, 0, time.perf_counter() + TIMED_SECONDS
+    while calls < repeats or time.perf_counter() < until:
+        start = time.perf_counter()
+        result = call()
+        best = min(best, time.perf_counter() - start)
+        calls += 1
+    return best, result
+
+
 def adaptive_best(call, q_all, max_samples, target_s, repeats):
-    """Best per-sample time of ``call(q_stack)`` over ``repeats`` calls.
+    """Best per-sample time of ``call(q_stack)`` (:func:`best_seconds`).
 
     The best of ESTIMATE_CALLS one-sample calls (the kernels are already compiled; after a
     first call that builds the model's kernel arrays and workspaces) estimates the cost;
-    the number of samples per call is then target_s / estimate, clipped to [1, max_samples];
-    WARM_UP_CALLS calls at that size precede the timed ones.
+    the number of samples per call is then target_s / estimate, clipped to [1, max_samples].
     Returns (seconds per sample, samples per call, the last result).
     """
     call(q_all[:1])
@@ -146,13 +168,7 @@ def adaptive_best(call, q_all, max_samples, target_s, repeats):
         estimate = min(estimate, time.perf_counter() - start)
     n = int(np.clip(target_s / max(estimate, 1e-9), 1, max_samples))
     q = np.ascontiguousarray(q_all[:n])
-    for _ in range(WARM_UP_CALLS):                     # warm-up at this size
-        result = call(q)
-    best = np.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = call(q)
-        best = min(best, time.perf_counter() - start)
+    best, result = best_seconds(lambda: call(q), repeats)
     return best / n, n, result
 
 
@@ -209,13 +225,7 @@ class JaxRunner:
         self.spent_s += compile_s
         if compile_s > self.max_compile_s:
             self.slow.add((quantity, order))
-        J = np.asarray(compiled(q))                    # warm-up
-        best = np.inf
-        for _ in range(repeats):
-            start = time.perf_counter()
-            J = compiled(q)
-            J.block_until_ready()
-            best = min(best, time.perf_counter() - start)
+        best, J = best_seconds(lambda: compiled(q).block_until_ready(), repeats)
         return best / q.shape[0], compile_s, np.asarray(J), eqns
 
 
@@ -318,7 +328,8 @@ def fmt(value, spec, width, missing="-"):
 
 
 def print_table(rows, args):
-    print(f"Jacobians of raw derivative stacks, time per sample (us), best of {args.repeats}, "
+    print(f"Jacobians of raw derivative stacks, time per sample (us), best of >= {args.repeats} "
+          f"calls and {TIMED_SECONDS} s, "
           f"<= {args.samples} samples per call (adaptive); FD = cmtm.reference.fd_jacobian "
           f"(central); JAX = jit(vmap(jacfwd(jet(RNEA)))), compile = trace + XLA compile, "
           f"excluded from JAX us")
