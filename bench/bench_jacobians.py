@@ -13,8 +13,8 @@ For the link-velocity and joint-torque stacks of orders k = 0..4 on serial chain
   from the per-sample time.
 
 Each timing is the best of at least R calls and TIMED_SECONDS (0.1 s) of calls, after
-WARM_UP_CALLS (3) untimed ones, for cmtm, FD and JAX alike. The number of samples per call adapts
-to the cost of one sample (a target wall time per call, at most --samples), since
+WARM_UP_CALLS (3) untimed ones, for cmtm, FD and JAX alike. The number of samples per call
+adapts to the cost of one sample (a target wall time per call, at most --samples), since
 per-sample time is what is reported: small models run 200 samples per call, the 128-joint
 FD a single one. The FD err / JAX err columns are max |J - J_structured| / max |J_structured|
 on the timed samples (FD: truncation and round-off of h = eps**(1/3); JAX: round-off).
