@@ -74,6 +74,7 @@ sys.path.insert(0, str(ROOT))
 
 import cmtm  # noqa: E402
 import kinematic_trees as kt  # noqa: E402
+from timing import best_seconds  # noqa: E402
 
 QUANTITIES = ("link_velocity", "joint_torque")
 FIT_RANGE = (16, 128)
@@ -138,22 +139,9 @@ during the call (numpy's arrays; Numba's allocations inside kernels are not trac
 
 # --- timing ---
 
-def best_seconds(call, repeats):
-    """Best wall time of ``call()`` over at least ``repeats`` calls and TIMED_SECONDS, after
-    WARM_UP_CALLS untimed ones; returns (seconds, the last result)."""
-    for _ in range(WARM_UP_CALLS):
-        result = call()
-    best, calls, until = np.inf, 0, time.perf_counter() + TIMED_SECONDS
-    while calls < repeats or time.perf_counter() < until:
-        start = time.perf_counter()
-        result = call()
-        best = min(best, time.perf_counter() - start)
-        calls += 1
-    return best, result
-
-
 def adaptive_best(call, q_all, max_samples, target_s, repeats):
-    """Best per-sample time of ``call(q_stack)`` (:func:`best_seconds`).
+    """Best per-sample time of ``call(q_stack)`` (``timing.best_seconds``: WARM_UP_CALLS
+    warm-up calls, at least ``repeats`` calls and TIMED_SECONDS).
 
     The best of ESTIMATE_CALLS one-sample calls (the kernels are already compiled; after a
     first call that builds the model's kernel arrays and workspaces) estimates the cost;
@@ -168,7 +156,7 @@ def adaptive_best(call, q_all, max_samples, target_s, repeats):
         estimate = min(estimate, time.perf_counter() - start)
     n = int(np.clip(target_s / max(estimate, 1e-9), 1, max_samples))
     q = np.ascontiguousarray(q_all[:n])
-    best, result = best_seconds(lambda: call(q), repeats)
+    best, result = best_seconds(lambda: call(q), repeats, WARM_UP_CALLS, TIMED_SECONDS)
     return best / n, n, result
 
 
@@ -225,7 +213,8 @@ class JaxRunner:
         self.spent_s += compile_s
         if compile_s > self.max_compile_s:
             self.slow.add((quantity, order))
-        best, J = best_seconds(lambda: compiled(q).block_until_ready(), repeats)
+        best, J = best_seconds(lambda: compiled(q).block_until_ready(), repeats,
+                               WARM_UP_CALLS, TIMED_SECONDS)
         return best / q.shape[0], compile_s, np.asarray(J), eqns
 
 

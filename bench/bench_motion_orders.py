@@ -21,12 +21,12 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
 import cmtm
 import kinematic_trees as kt
+from timing import best_seconds
 
 ORDERS = (0, 1, 2, 4)
 
@@ -47,13 +47,7 @@ print(json.dumps({{"import": imported - start, "first_call": after - before}}))
 
 def best_time_per_sample(call, q_stack, order, repeats):
     """Best wall time of ``repeats`` calls after one warm-up call, per sample (s)."""
-    call(q_stack, order)
-    best = np.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call(q_stack, order)
-        best = min(best, time.perf_counter() - start)
-    return best / q_stack.shape[0]
+    return best_seconds(lambda: call(q_stack, order), repeats)[0] / q_stack.shape[0]
 
 
 def growth_exponent(orders, times):

@@ -109,6 +109,7 @@ import pinocchio  # noqa: E402
 import cmtm  # noqa: E402
 import kinematic_trees as kt  # noqa: E402
 from pinocchio_ref import to_pinocchio  # noqa: E402
+from timing import best_seconds  # noqa: E402
 
 AGREEMENT = 1e-9
 """Relative agreement (to the largest entry) required before timing; two O(n) recursions
@@ -288,17 +289,6 @@ def numba_threads(n):
         numba.set_num_threads(previous)
 
 
-def best_seconds(call, repeats):
-    """Best wall time of ``repeats`` calls after one warm-up call."""
-    call()
-    best = np.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def relative_error(actual, desired):
     """max |actual - desired| / max |desired|."""
     return float(np.max(np.abs(actual - desired)) / np.max(np.abs(desired)))
@@ -426,8 +416,8 @@ def compare(name, model, q_stack, functions, repeats):
                     raise SystemExit(f"{name} {function}: cmtm and Pinocchio differ by "
                                      f"{error:.2e} relative (> {AGREEMENT:.0e}); not timing "
                                      f"a wrong result")
-            ours_s = best_seconds(calls[function], repeats) / n_samples
-            pin_s = (best_seconds(pin_calls[function], repeats) / n_samples
+            ours_s = best_seconds(calls[function], repeats)[0] / n_samples
+            pin_s = (best_seconds(pin_calls[function], repeats)[0] / n_samples
                      if function in pin_calls else None)
             rows.append({"model": name, "nv": model.nv, "function": function,
                          "samples": n_samples, "cmtm_us": 1e6 * ours_s,
@@ -560,7 +550,7 @@ def thread_scaling(name, model, function, q_stack, repeats, rounds=THREAD_ROUNDS
         for _ in range(rounds):
             for threads in counts:
                 with numba_threads(threads):
-                    times[threads].append(best_seconds(call, repeats))
+                    times[threads].append(best_seconds(call, repeats)[0])
             window = pair_window(times[1][-1])
             for threads in counts:
                 with numba_threads(threads):

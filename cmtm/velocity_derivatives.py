@@ -106,8 +106,8 @@ def world_jets(model, ws, chunk, q_rows):
     for i in range(model.parent.shape[0]):
         par = model.parent[i]
         S, V = ws.w_S[chunk, i], ws.w_V[chunk, i]
-        link_world_pose(model, i, q_rows[0, i], ws.E[chunk], ws.R[chunk], ws.p[chunk], ws.identity,
-                        ws.origin, ws.w_R[chunk], ws.w_p[chunk], S[0])
+        link_world_pose(model, i, q_rows[0, i], ws.E[chunk], ws.R[chunk], ws.p[chunk],
+                        ws.identity, ws.origin, ws.w_R[chunk], ws.w_p[chunk], S[0])
         screw_twist_jets(ws.rest if par < 0 else ws.w_V[chunk, par], q_rows, i,
                          ws.inverse_factorial, S, V)
         for r in range(6):
@@ -229,8 +229,8 @@ def link_rows(model, ws, chunk, i, out):
 def velocity_derivatives_kernel(model, ws, chunk, claim, last, q_stack, out, finite):
     """out[s, l, 6 i + c, r, j] = d nu_i,c^(l) / d q_j^(r) (l <= k, r <= k+1) for j in the
     support of link i, at the samples s it claims of q_stack (n_samples, >= k+2, n)
-    raw, with work slot ``chunk``; ``out`` (n_samples, k+1, 6 n, k+2, n) zero-initialised;
-    finite[s] whether every entry of sample s is finite."""
+    raw, with work slot ``chunk``; ``out`` (n_samples, k+1, 6 n, k+2, n)
+    zero-initialised; finite[s] whether every entry of sample s is finite."""
     done = 0
     first, stop = claim_samples(claim, last)
     while first < stop:
