@@ -8,6 +8,10 @@ INTEGRATION_RULES = ("samples", "gauss")
 CONSTRAINT_MODES = ("exact", "penalty")
 """Boundary conditions of ``ioc.problem.MotionProblem``: fixed exactly or as penalties."""
 
+BOUNDARY_MODES = ("rest", "data")
+"""End conditions of ``ioc.problem.MotionProblem``: rest (q^(1..R) = 0) or given derivatives
+(the data's)."""
+
 BACKENDS = ("loky", "dask")
 """joblib backends of a batch of trials (``ioc.batch``)."""
 

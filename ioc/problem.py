@@ -12,10 +12,16 @@ c_i                    ``costs``    (n_terms,)          1/2 sum_m omega_m |y_i(t
 grad c_i               ``grads``    (n_terms, n_c, nv)  raw sub-cost gradients
 =====================  ===========  ==================  ===================================
 
-Boundary conditions (``rest_order`` R): q(0) = start, q(T) = goal and q^(1..R) = 0 at both
-ends. With ``constraints="exact"`` they are imposed by fixing the first and last R+1
-control points of every joint (a clamped spline's derivatives 1..R vanish at an end iff those
-control points coincide); the optimizer moves only the others. With ``"penalty"`` (the
+Boundary conditions (``rest_order`` R), ``boundary="rest"``: q(0) = start, q(T) = goal and
+q^(1..R) = 0 at both ends. ``boundary="data"``: start and goal are the raw derivative stacks
+(q, q', ..., q^(R)) at t = 0 and t = T, (R+1, nv) each, e.g. a recorded motion's (rest is
+the special case start = (q0, 0, ..., 0)). A clamped spline's q^(r) at an end depends on the
+r+1 control points nearest to it only, through a triangular matrix (M_0 at t = 0, M_T at
+t = T: ``end_matrices``), so the stacks fix the first and last R+1 control points of every
+joint, theta_0..R = M_0^-1 start and theta_(n_c-R-1)..(n_c-1) = M_T^-1 goal (for rest, all
+equal to start / goal: a clamped spline's derivatives 1..R vanish at an end iff those control
+points coincide). With ``constraints="exact"`` those rows are fixed and the optimizer moves
+only the others. With ``"penalty"`` (the
 paper's formulation) every control point is free and the conditions enter as penalty terms
 1/2 rho |q^(r)(t_end) - target|^2 with rho = ``penalty`` * sum(weights); joint limits become
 penalties on their violation.
@@ -37,7 +43,7 @@ import cmtm
 from cmtm.api import check_model, reserve
 from ioc.banded import BandLayout, chain_gradient, chain_hessian_blocks
 from ioc.bspline import DD, ClampedBSpline, check_int, dd_add
-from ioc.choices import CONSTRAINT_MODES, INTEGRATION_RULES
+from ioc.choices import BOUNDARY_MODES, CONSTRAINT_MODES, INTEGRATION_RULES
 from ioc.costs import (JACOBIAN_SOURCES, engine_order, parse_terms, stack_orders,
                        term_values)
 
@@ -109,6 +115,23 @@ def _per_joint(name, value, nv):
     return np.broadcast_to(array.ravel(), (nv,)).copy()
 
 
+def _per_order(name, value, orders, nv):
+    """One value for all, or a 2-D array broadcasting to (orders, nv) -> (orders, nv)
+    float64 (a raw derivative stack at one end), positions within +-POSITION_BOUND."""
+    try:
+        array = None if isinstance(value, str) else np.asarray(value, dtype=np.float64)
+        array = None if array is None or array.ndim not in (0, 2) else \
+            np.broadcast_to(array, (orders, nv)).copy()
+    except (TypeError, ValueError):
+        array = None
+    if array is None or not np.all(np.isfinite(array)) \
+            or not np.all(np.abs(array[0]) <= POSITION_BOUND):
+        raise ValueError(f"{name}: expected one finite value or ({orders}, {nv}) (the raw "
+                         f"derivatives 0..rest_order of every joint; positions within "
+                         f"+-{POSITION_BOUND:g} rad or m), got {value!r}")
+    return array
+
+
 def _limits(model, limits):
     """(lower, upper) per joint from "model", "none" or (lo, hi) / per-joint arrays."""
     nv = model.nv
@@ -135,16 +158,18 @@ class MotionProblem:
     costs : names of the sub-costs (ioc.costs), comma-separated string or sequence
     duration T (s, in DURATION_RANGE), samples N (quadrature nodes of ``samples`` and
     limit nodes; with control_points bounded by the engine's memory budget), degree p,
-    control_points n_c, start / goal (one value or nv), rest_order R, integration
-    ("samples" | "gauss"), limits ("model" | "none" | (lower, upper)), constraints
-    ("exact" | "penalty"), knots (full clamped knot vector, default uniform), penalty rho,
-    jacobians ("structured" | "finite_differences": where the sub-cost Jacobians come from).
+    control_points n_c, start / goal (boundary "rest": q(0) and q(T), one value or nv;
+    "data": the raw stacks (q, ..., q^(R)) at t = 0 and T, one value or (R+1, nv) each),
+    rest_order R, integration ("samples" | "gauss"), limits ("model" | "none" | (lower,
+    upper)), constraints ("exact" | "penalty"), knots (full clamped knot vector, default
+    uniform), penalty rho, jacobians ("structured" | "finite_differences": where the
+    sub-cost Jacobians come from), boundary ("rest" | "data", the module's docstring).
     """
 
     def __init__(self, model, costs, *, duration=2.0, samples=200, degree=5,
                  control_points=50, start=0.0, goal=0.0, rest_order=1,
                  integration="samples", limits="model", constraints="exact", knots=None,
-                 penalty=1e12, jacobians="structured"):
+                 penalty=1e12, jacobians="structured", boundary="rest"):
         check_model(model)
         self.model = model
         nv = model.nv
@@ -176,10 +201,12 @@ class MotionProblem:
         self.penalty = _finite_real("penalty", penalty)
         if self.penalty < 0:
             raise ValueError(f"penalty: expected a finite number >= 0, got {penalty!r}")
-        self.start = _per_joint("start", start, nv)
-        self.goal = _per_joint("goal", goal, nv)
+        if boundary not in BOUNDARY_MODES:
+            raise ValueError(f"boundary: expected one of {', '.join(BOUNDARY_MODES)}, got "
+                             f"{boundary!r}")
+        self.boundary = boundary
         self.lower, self.upper = _limits(model, limits)
-        self._check_boundary_within_limits()
+        self._set_boundary(start, goal)
         self.quadrature = make_quadrature(self.spline, integration, self.samples)
         n_free_min = self.spline.n_control - (n_fixed if constraints == "exact" else 0)
         self.first, self.basis = self.spline.local_basis(self.quadrature.times, self.K - 1)
@@ -207,8 +234,21 @@ class MotionProblem:
 
     # --- boundary conditions and the free variables ---
 
-    def _check_boundary_within_limits(self):
-        for name, value in (("start", self.start), ("goal", self.goal)):
+    def _set_boundary(self, start, goal):
+        """Validated ``start`` and ``goal`` (rest: (nv,) positions; data: (R+1, nv) raw
+        stacks) and the fixed control-point rows they imply, ``_end_rows``."""
+        nv, orders = self.model.nv, self.rest_order + 1
+        if self.boundary == "rest":
+            self.start, self.goal = _per_joint("start", start, nv), _per_joint("goal", goal, nv)
+            self._end_rows = (np.broadcast_to(self.start, (orders, nv)),
+                              np.broadcast_to(self.goal, (orders, nv)))
+        else:
+            self.start, self.goal = (_per_order(name, value, orders, nv)
+                                     for name, value in (("start", start), ("goal", goal)))
+            M_0, M_T = self.end_matrices()
+            self._end_rows = (np.linalg.solve(M_0, self.start), np.linalg.solve(M_T, self.goal))
+        for name, value in (("start", self.boundary_stacks()[0][0]),
+                            ("goal", self.boundary_stacks()[1][0])):
             bad = np.flatnonzero((value < self.lower) | (value > self.upper))
             if bad.size:
                 j = bad[0]
@@ -217,12 +257,38 @@ class MotionProblem:
                                  f"[{self.lower[j]:g}, {self.upper[j]:g}]")
 
     def with_boundary(self, start, goal):
-        """The same problem with other start and goal positions (validated)."""
+        """The same problem with other start and goal (validated; the shapes of the
+        problem's ``boundary``, see the class docstring)."""
         other = copy.copy(self)
-        other.start = _per_joint("start", start, self.model.nv)
-        other.goal = _per_joint("goal", goal, self.model.nv)
-        other._check_boundary_within_limits()
+        other._set_boundary(start, goal)
         return other
+
+    def end_matrices(self):
+        """(M_0, M_T), (R+1, R+1) each: q^(r)(0) = sum_a M_0[r, a] theta_a over the first R+1
+        control points (lower triangular) and q^(r)(T) = sum_a M_T[r, a] theta_(n_c-R-1+a)
+        over the last R+1 (upper triangular), from the basis derivatives at the ends (§9)."""
+        R, p = self.rest_order, self.spline.degree
+        _, values = self.spline.local_basis(np.array([0.0, self.spline.duration]), R)
+        return values[0, :, :R + 1], values[1, :, p - R:]
+
+    def boundary_stacks(self):
+        """(start, goal) raw stacks (q, ..., q^(R)) at t = 0 and T, (R+1, nv) each."""
+        if self.boundary == "data":
+            return self.start, self.goal
+        zeros = np.zeros((self.rest_order, self.model.nv))
+        return np.vstack([self.start, zeros]), np.vstack([self.goal, zeros])
+
+    def boundary_jacobian(self):
+        """d theta_fixed / d (start, goal), (2 (R+1) nv, start.size + goal.size): the fixed
+        rows (first R+1, then last R+1, flattened row-major i * nv + j) against the
+        flattened start and goal; rest: ones (every fixed row copies its end's position),
+        data: M_0^-1 and M_T^-1 (``end_matrices``), joint by joint."""
+        nv, orders = self.model.nv, self.rest_order + 1
+        if self.boundary == "rest":
+            blocks = (np.ones((orders, 1)), np.ones((orders, 1)))
+        else:
+            blocks = tuple(np.linalg.inv(M) for M in self.end_matrices())
+        return sp.block_diag([np.kron(b, np.eye(nv)) for b in blocks]).toarray()
 
     @property
     def fixed_rows(self):
@@ -244,10 +310,12 @@ class MotionProblem:
         u = self.spline.knots
         greville = np.array([u[i + 1:i + p + 1].mean() for i in range(n_c)]) / self.spline.duration
         s = greville ** 3 * (10 - 15 * greville + 6 * greville ** 2)
-        theta = self.start + s[:, None] * (self.goal - self.start)
-        theta[:self.rest_order + 1] = self.start
-        theta[n_c - self.rest_order - 1:] = self.goal
-        return DD.of(np.clip(theta, self.lower, self.upper))
+        (start, goal), (first_rows, last_rows) = \
+            (stack[0] for stack in self.boundary_stacks()), self._end_rows
+        theta = np.clip(start + s[:, None] * (goal - start), self.lower, self.upper)
+        theta[:self.rest_order + 1] = first_rows
+        theta[n_c - self.rest_order - 1:] = last_rows
+        return DD.of(theta)
 
     def with_free_step(self, theta, step):
         """theta + step on the free rows (step: (n_free,) float64), in double-double."""
@@ -392,9 +460,7 @@ class MotionProblem:
         ends = np.array([0.0, self.spline.duration])
         first, values = self.spline.local_basis(ends, R)
         stack = self.spline.evaluate(theta, ends, R)
-        residual = stack.copy()
-        residual[0, 0] -= self.start
-        residual[1, 0] -= self.goal
+        residual = stack - np.array(self.boundary_stacks())
         cost = 0.5 * rho * float(np.sum(residual ** 2))
         if gradient is not None:
             gradient += chain_gradient(first, values, rho * residual, self.spline.n_control)
