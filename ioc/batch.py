@@ -15,6 +15,7 @@ so an interrupted batch keeps its finished trials and a rerun into the same fold
 them (when they were made with the same estimation settings).
 """
 import glob
+import inspect
 import socket
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -27,7 +28,8 @@ import numpy as np
 from tqdm import tqdm
 
 import cmtm
-from ioc.data import CSV_SUFFIXES, STORAGE_SUFFIXES, read_motion
+from ioc.data import (CLIP_SUFFIXES, CSV_SUFFIXES, STORAGE_SUFFIXES, check_map, clip_trial,
+                      cut_window, joint_locks, read_clip, read_map, read_mapped, read_motion)
 from ioc.direct import solve
 from ioc.estimate import (bootstrap_weights, estimate_weights, kkt_stationarity,
                           prepare_trial, residual)
@@ -39,7 +41,7 @@ from ioc.weights_io import (SUMMARY_FILE, WEIGHTS_FILE, data_fields, kkt_fields,
                             read_weights, summary_row, weights_record, write_summary,
                             write_weights)
 
-DATA_SUFFIXES = CSV_SUFFIXES + STORAGE_SUFFIXES
+DATA_SUFFIXES = CSV_SUFFIXES + STORAGE_SUFFIXES + CLIP_SUFFIXES
 REOPTIMIZED_SAMPLES = 201
 """Uniform times at which a result.json's re-optimized motion is compared with its own."""
 
@@ -51,8 +53,10 @@ class Settings:
 
     costs : cost names; lock : (joint, position) pairs; limits : "model" |
     "none" | (lo, hi); noise : sigma in the unit of the angles (deg with ``degrees``);
-    bootstrap : number of bootstrap samples (0: none). The run options (pool, jobs,
-    backend, scheduler) do not change a trial's weights.
+    bootstrap : number of bootstrap samples (0: none); boundary : "rest" | "data"
+    (ioc.problem); map : a map file (ioc.data.read_map); window : (t0, t1) s on the files'
+    time axis. The run options (pool, jobs, backend, scheduler) do not change a trial's
+    weights.
     """
     costs: tuple
     model: object = None
@@ -72,15 +76,21 @@ class Settings:
     jobs: object = None
     backend: str = "loky"
     scheduler: object = None
+    boundary: object = None
+    map: object = None
+    window: object = None
 
     RUN_OPTIONS = ("pool", "jobs", "backend", "scheduler")
-    PROBLEM_OPTIONS = ("integration", "samples", "degree", "control_points", "rest_order")
+    PROBLEM_OPTIONS = ("integration", "samples", "degree", "control_points", "rest_order",
+                       "boundary")
 
     def record(self):
         """The settings as a JSON object."""
         out = asdict(self)
         out.update(costs=list(self.costs), lock=dict(self.lock),
-                   limits=list(self.limits) if isinstance(self.limits, tuple) else self.limits)
+                   limits=list(self.limits) if isinstance(self.limits, tuple) else self.limits,
+                   map=None if self.map is None else str(self.map),
+                   window=None if self.window is None else list(self.window))
         return out
 
     def estimation(self):
@@ -112,9 +122,10 @@ def _is_motion_file(path):
 
 def expand_motion(specs):
     """The trial files of ``--motion``: files as given; a folder's result.json if it holds
-    one (a ``cmtm optimize`` folder), else its *.csv, *.mot and *.sto files, sorted; the
-    motion files and folders a glob pattern (with * ? or [) matches. ValueError for a name
-    that does not exist, or a folder or pattern without motion files."""
+    one (a ``cmtm optimize`` folder), else its *.csv, *.mot, *.sto and *.txt (DeepMimic
+    clip) files, sorted; the motion files and folders a glob pattern (with * ? or [)
+    matches. ValueError for a name that does not exist, or a folder or pattern without
+    motion files."""
     paths = []
     for spec in specs:
         if any(c in spec for c in "*?["):
@@ -127,8 +138,8 @@ def expand_motion(specs):
             raise ValueError(f"--motion: expected a file, folder or pattern, got {spec!r}, "
                              f"which does not exist")
         if not found:
-            raise ValueError(f"--motion: expected *.csv, *.mot, *.sto or result.json files "
-                             f"in {spec!r}, found none")
+            raise ValueError(f"--motion: expected *.csv, *.mot, *.sto, *.txt or result.json "
+                             f"files in {spec!r}, found none")
         paths += found
     return list(dict.fromkeys(paths))
 
@@ -169,6 +180,9 @@ def check_inputs(paths, settings):
                          f"optimize result {results[0]}")
     kkt = f"the cmtm optimize result {results[0]}" if results else \
         "--estimator kkt" if settings.estimator == "kkt" else None
+    if results and (settings.map, settings.window, settings.boundary) != (None, None, None):
+        raise ValueError(f"--map, --window, --boundary: apply to measured motions, got the "
+                         f"cmtm optimize result {results[0]}")
     if settings.pool and kkt:
         raise ValueError(f"--pool: pools measured motions under the data estimator, got {kkt}")
     if settings.bootstrap and kkt:
@@ -184,6 +198,8 @@ def check_inputs(paths, settings):
     model = resolve_model(settings.model, settings.lock)
     problem = MotionProblem(model, settings.costs, **settings.problem_options(), limits="none")
     _limits(model, settings.limits or "model")
+    if settings.map is not None:
+        check_map(settings.map, read_map(settings.map), resolve_model(settings.model).joint_names)
     return problem.terms
 
 
@@ -194,25 +210,74 @@ def run_trial(path, settings):
     path = Path(path)
     if is_result(path):
         return _from_result(path, settings), ()
-    model = resolve_model(settings.model, settings.lock)
-    trial, notices = _read_trial(path, model, settings)
-    return _estimate(model, [trial], settings), notices
+    model, trials, notices = _read_trials([path], settings)
+    return _estimate(model, trials, settings), notices
 
 
 def run_pooled(paths, settings):
     """(weights.json record, notices) of measured motions that share the weights."""
-    model = resolve_model(settings.model, settings.lock)
-    read = [_read_trial(Path(path), model, settings) for path in paths]
-    trials = [trial for trial, _ in read]
-    return _estimate(model, trials, settings), tuple(n for _, notes in read for n in notes)
+    model, trials, notices = _read_trials([Path(path) for path in paths], settings)
+    return _estimate(model, trials, settings), notices
 
 
-def _read_trial(path, model, settings):
-    """(ioc.estimate.Trial, notices) of a data file."""
-    data = read_motion(path, model.joint_names, degrees=True if settings.degrees else None)
-    trial = prepare_trial(model, settings.costs, data, limits=settings.limits or "model",
-                          noise=settings.noise_radians, **settings.problem_options())
-    return trial, tuple(f"{path}: {notice}" for notice in data.notices)
+def _read_trials(paths, settings):
+    """(model, ioc.estimate.Trials, notices) of data files that share one model: each read
+    (columns through --map, a DeepMimic clip through ioc.data.clip_trial) and cut to
+    --window; where the data move a subset of the model's joints, the model has the others
+    locked (ioc.data.joint_locks: at their mean over the samples of all the files, at 0
+    without data, --lock's as given)."""
+    mapping = None if settings.map is None else read_map(settings.map)
+    if mapping is None and not any(_is_clip(path) for path in paths):
+        model = resolve_model(settings.model, settings.lock)
+        degrees = True if settings.degrees else None
+        datas = [_windowed(read_motion(path, model.joint_names, degrees), settings)
+                 for path in paths]
+        extra = ()
+    else:
+        geometry = resolve_model(settings.model)
+        read = [_mapped(path, geometry, mapping, settings) for path in paths]
+        lock = dict(settings.lock)
+        locks, datas, extra = joint_locks(geometry.joint_names, [data for data, _ in read],
+                                          movable=[n for n in read[0][1] if n not in lock],
+                                          lock=lock)
+        model = resolve_model(settings.model, locks)
+    trials = [prepare_trial(model, settings.costs, data, limits=settings.limits or "model",
+                            noise=settings.noise_radians, **settings.problem_options())
+              for data in datas]
+    notices = tuple(f"{data.source}: {notice}" for data in datas for notice in data.notices)
+    return model, trials, notices + extra
+
+
+def _is_clip(path):
+    return Path(path).suffix.lower() in CLIP_SUFFIXES
+
+
+def _mapped(path, geometry, mapping, settings):
+    """(MotionData, the joints that move) of a clip or of a table read through ``mapping``,
+    cut to --window, on the model ``geometry`` (nothing locked)."""
+    if not _is_clip(path):
+        data = read_mapped(path, geometry.joint_names, mapping,
+                           True if settings.degrees else None)
+        return _windowed(data, settings), data.joint_names
+    if settings.degrees:
+        raise ValueError(f"{path}: --degrees: a DeepMimic clip holds quaternions and "
+                         f"radians")
+    clip = read_clip(path)
+    if settings.window is not None:
+        clip = cut_window(clip, settings.window, _fewest_samples(settings))
+    return clip_trial(clip, geometry, mapping)
+
+
+def _windowed(data, settings):
+    """``data`` cut to --window (as it is without one)."""
+    return data if settings.window is None else \
+        cut_window(data, settings.window, _fewest_samples(settings))
+
+
+def _fewest_samples(settings):
+    """Samples a window must hold: one per control point of the fit."""
+    return settings.control_points or \
+        inspect.signature(prepare_trial).parameters["control_points"].default
 
 
 def _estimate(model, trials, settings):

@@ -29,7 +29,8 @@ from tqdm import tqdm
 
 import cmtm
 import ioc
-from ioc.choices import BACKENDS, CONSTRAINT_MODES, ESTIMATORS, INTEGRATION_RULES
+from ioc.choices import (BACKENDS, BOUNDARY_MODES, CONSTRAINT_MODES, ESTIMATORS,
+                         INTEGRATION_RULES)
 from ioc.costs import engine_units, parse_terms, split_names
 from ioc.models import resolve_model
 
@@ -375,6 +376,17 @@ def limits_option(text):
     return lower, upper
 
 
+def window_option(text):
+    """argparse type: 'T0,T1' -> (T0, T1), seconds with T0 < T1."""
+    try:
+        t0, t1 = (float(item) for item in text.split(","))
+    except ValueError:
+        t0 = t1 = float("nan")
+    if not (np.isfinite(t0) and np.isfinite(t1) and t0 < t1):
+        raise argparse.ArgumentTypeError(f"expected T0,T1 in s with T0 < T1, got {text!r}")
+    return t0, t1
+
+
 def add_model_arguments(command, required=True, note=""):
     command.add_argument("--model", required=required,
                          help="two_link_planar, chainN (e.g. chain3), panda or a URDF file"
@@ -450,9 +462,9 @@ def add_ioc(commands):
     add_model_arguments(command, required=False,
                         note="; required for measured motions, default: a result.json's")
     command.add_argument("--motion", nargs="+", required=True, metavar="FILE",
-                         help="motion files (CSV, .mot, .sto, result.json), folders (their "
-                              "result.json, else every *.csv, *.mot, *.sto inside) or glob "
-                              "patterns")
+                         help="motion files (CSV, .mot, .sto, DeepMimic clip .txt, "
+                              "result.json), folders (their result.json, else every *.csv, "
+                              "*.mot, *.sto, *.txt inside) or glob patterns")
     command.add_argument("--costs", type=split_names, required=True, metavar="NAME[,NAME...]",
                          help="the sub-costs whose weights to recover (a result.json: the "
                               "recorded ones)")
@@ -478,6 +490,20 @@ def add_ioc(commands):
                               + recorded % "model")
     command.add_argument("--degrees", action="store_true",
                          help="the files' angles (and --noise) are in degrees")
+    command.add_argument("--boundary", choices=BOUNDARY_MODES,
+                         help="rest: the motion starts and ends at rest (q' .. q^(R) = 0); "
+                              "data: with the recorded motion's end velocities .. q^(R), "
+                              "fitted as nuisance parameters, for a clip or window cut while "
+                              "moving (default rest)")
+    command.add_argument("--map", metavar="FILE",
+                         help="data columns (or DeepMimic clip joints) -> model joints: a "
+                              "two-column CSV or JSON {column: joint}; only mapped joints "
+                              "move, the others are locked at their mean over the data (0 "
+                              "without data). DeepMimic clips (*.txt) default to human.urdf's "
+                              "map")
+    command.add_argument("--window", type=window_option, metavar="T0,T1",
+                         help="fit only the samples with T0 <= t <= T1 (s, the file's time "
+                              "axis); ioc.data.segments finds movement windows")
     command.add_argument("--noise", type=positive_float, metavar="SIGMA",
                          help="noise standard deviation of the angles: rad, or deg with "
                               "--degrees (a .mot saying inDegrees=yes needs --degrees for "

@@ -22,8 +22,10 @@ control_points        [[float]] (n_c, nv)         theta.hi, high parts of the do
 control_points_lo     [[float]] (n_c, nv)         theta.lo: theta = hi + lo exactly; readers
                                                   that ignore lo get the float64 rounding
 quadrature            {rule, times, weights}      nodes t_m and weights omega_m of the costs
-rest_order            int                         R: q^(1..R) = 0 at both ends
-start, goal           [float] (nv)                q(0) and q(T), rad or m
+rest_order            int                         R: q^(1..R) = 0 at both ends (rest)
+boundary              str                         rest | data (absent: rest), ioc.problem
+start, goal           [float] (nv)                q(0) and q(T), rad or m; boundary data:
+                      | [[float]] (R+1, nv)       the raw stacks q..q^(R) at 0 and T
 constraints, penalty  str, float                  exact | penalty, and rho's factor
 limits                {lower, upper, multipliers} per joint bounds (null: none) at the N
                                                   uniform nodes; multipliers of the active
@@ -108,6 +110,7 @@ def result_record(result, model_spec, model_lock):
         "quadrature": {"rule": quadrature.rule, "times": quadrature.times.tolist(),
                        "weights": quadrature.weights.tolist()},
         "rest_order": problem.rest_order,
+        "boundary": problem.boundary,
         "start": problem.start.tolist(), "goal": problem.goal.tolist(),
         "constraints": problem.constraints, "penalty": problem.penalty,
         "limits": {"lower": _finite_or_null(problem.lower),
@@ -214,7 +217,7 @@ def load_result(path):
         degree=get("degree"), control_points=theta.hi.shape[0], start=get("start"),
         goal=get("goal"), rest_order=get("rest_order"), integration=get("quadrature", "rule"),
         limits=limits, constraints=get("constraints"), knots=get("knots"),
-        penalty=get("penalty"))
+        penalty=get("penalty"), boundary=record.get("boundary", "rest"))
     weights = check_weights(get("weights"), len(problem.terms))
     return model, problem, weights, theta, record
 

@@ -25,6 +25,13 @@ CASES = {
                      goal=[-0.4, 0.3], rest_order=2, integration="gauss", limits="none",
                      constraints="penalty", penalty=1e8,
                      knots=np.r_[np.zeros(5), 0.2, 0.5, 0.7, 1.1, np.full(5, 1.5)])),
+    # ends moving: boundary "data", start and goal stacks (q, q')
+    "data-boundary": dict(spec="chain3", lock={}, costs=("joint_jerk", "joint_torque"),
+                          weights=[1.0, 0.01],
+                          options=dict(samples=20, control_points=10, boundary="data",
+                                       start=[[0.5, -0.2, 0.1], [1.0, 0.0, -0.5]],
+                                       goal=[[-0.4, 0.3, 0.0], [0.0, 0.5, 0.2]],
+                                       limits="none")),
 }
 
 
@@ -49,8 +56,9 @@ def test_load_result_rebuilds_the_problem_and_control_points(written):
     assert np.array_equal(problem.spline.knots, original.spline.knots)
     assert np.array_equal(problem.quadrature.times, original.quadrature.times)
     assert np.array_equal(problem.quadrature.weights, original.quadrature.weights)
-    assert (problem.constraints, problem.penalty, problem.rest_order, problem.samples) == \
-        (original.constraints, original.penalty, original.rest_order, original.samples)
+    assert (problem.constraints, problem.penalty, problem.rest_order, problem.samples,
+            problem.boundary) == (original.constraints, original.penalty,
+                                  original.rest_order, original.samples, original.boundary)
     for name in ("start", "goal", "lower", "upper"):
         assert np.array_equal(getattr(problem, name), getattr(original, name)), name
     assert record["status"] == result.status
