@@ -13,7 +13,7 @@ from scipy.spatial.transform import Rotation
 
 import cmtm
 import kinematic_trees as kt
-from ioc.data import (DEEPMIMIC_HINGE_AXIS, HUMAN_CLIP_MAP, MotionData, chain_angles,
+from ioc.data import (DEEPMIMIC_HINGE_AXIS, HUMAN_CLIP_MAP, Clip, MotionData, chain_angles,
                       clip_motion, clip_trial, cut_window, joint_locks, read_clip, read_map,
                       read_mapped, segments)
 
@@ -183,6 +183,37 @@ def test_ankles_lose_only_the_rotation_about_the_missing_axis(floating_human):
     assert f"up to {np.rad2deg(np.max(np.abs(dropped[:, 1]))):.3g} deg" in notice
 
 
+def test_chain_under_rotated_placements_turns_the_child_as_the_clip_does():
+    """A spherical chain with skewed orthonormal axes, behind placements with rotations (so
+    the rest frames are not the world's): the child link's rotation from its rest pose is
+    the parent's rotation from its rest pose times the clip's Q (the clip's convention),
+    by forward kinematics of the engine, whatever the parent's own joint does."""
+    u = Rotation.from_rotvec([0.4, -1.1, 0.7]).as_matrix().T      # rows: orthonormal axes
+    tree = kt.KinematicTree()
+    for link in ("a", "v1", "v2", "b"):
+        tree.add_link(link, mass=1.0, inertia=0.01 * np.eye(3))
+    tree.add_link("base")
+    tree.add_joint("h", "base", "a", axis=(0.0, 1.0, 0.0), rpy=(0.3, -0.5, 1.1))
+    tree.add_joint("s1", "a", "v1", axis=u[0], xyz=(0.1, 0.2, -0.3), rpy=(0.7, 0.2, -0.4))
+    tree.add_joint("s2", "v1", "v2", axis=-u[1])
+    tree.add_joint("s3", "v2", "b", axis=u[2])
+    model = kt.compile_tree(tree)
+    n = 50
+    Q = Rotation.from_rotvec(np.linspace([0.0, 0.0, 0.0], [0.9, -0.6, 0.8], n)).as_matrix()
+    clip = Clip(np.linspace(0.0, 1.0, n), np.zeros((n, 3)), {"chest": Q}, "synthetic", ())
+    data = clip_motion(clip, model, {"chest": ("s1", "s2", "s3")})
+    names = model.joint_names
+    q = np.zeros((n, model.nv))
+    q[:, names.index("h")] = np.linspace(-0.4, 0.8, n)
+    q[:, [names.index(j) for j in data.joint_names]] = data.q
+    a, b = model.link_names.index("a"), model.link_names.index("b")
+    posed, rest = cmtm.link_poses(model, q)[..., :3, :3], cmtm.link_poses(
+        model, np.zeros(model.nv))[:, :3, :3]
+    child = posed[:, b] @ rest[b].T
+    expected = posed[:, a] @ rest[a].T @ Q
+    assert np.max(np.abs(child - expected)) <= 1e-13
+
+
 def test_fixed_pelvis_human_drops_the_root_with_a_notice():
     data = clip_motion(read_clip(clip_path("walk")), kt.compile_tree(kt.human()))
     assert len(data.joint_names) == 26 and "middle_pelvis_ry" not in data.joint_names
@@ -314,10 +345,10 @@ def motion(names, q, times=None):
 def test_joint_locks_hold_unmoved_joints_at_their_pooled_mean():
     joints = ("a", "b", "c", "d")
     first = motion(("a", "b", "c"), [[1, 2, 3], [1, 4, 5]])
-    second = motion(("a", "b", "c"), [[1, 6, 7], [1, 8, 9], [1, 10, 11]])
+    second = motion(("a", "b", "c"), [[1, 6, 7], [1, 8, 9], [1, 30, 11]])
     locks, (one, two), notices = joint_locks(joints, [first, second], movable=["a"],
                                              lock={"c": 0.25})
-    assert locks == {"b": np.mean([2, 4, 6, 8, 10]), "c": 0.25, "d": 0.0}
+    assert locks == {"b": 10.0, "c": 0.25, "d": 0.0}            # (2 + 4 + 6 + 8 + 30) / 5
     assert one.joint_names == two.joint_names == ("a",) and np.array_equal(two.q, [[1]] * 3)
     assert notices == ("locked at 0 (no data): d",)
 
