@@ -555,12 +555,7 @@ def read_map(path):
     >>> read_map("arm.json")                      # {"r_shoulder_elv": "right_shoulder_X"}
     {'r_shoulder_elv': ('right_shoulder_X',)}     # doctest: +SKIP
     """
-    if not isinstance(path, (str, os.PathLike)):
-        raise ValueError(f"map: expected a file path (str or Path), got {type(path).__name__}")
-    path = Path(path)
-    if path.suffix.lower() not in MAP_SUFFIXES:
-        raise ValueError(f"{path}: expected a map file ending in {', '.join(MAP_SUFFIXES)}, "
-                         f"got {path.suffix!r}")
+    path = _path_ending(path, MAP_SUFFIXES, "a map file")
     text = _read_text(path)
     pairs = _json_map_pairs(path, text) if path.suffix.lower() == ".json" \
         else _csv_map_pairs(path, text)
@@ -572,6 +567,17 @@ def read_map(path):
         source_of[joint] = column
         mapping.setdefault(column, []).append(joint)
     return {column: tuple(joints) for column, joints in mapping.items()}
+
+
+def _path_ending(path, suffixes, what):
+    """``path`` as a Path if it is one (str or PathLike) ending in one of ``suffixes``."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise ValueError(f"path: expected a file path (str or Path), got {type(path).__name__}")
+    path = Path(path)
+    if path.suffix.lower() not in suffixes:
+        raise ValueError(f"{path}: expected {what} ending in {', '.join(suffixes)}, got "
+                         f"{path.suffix!r}")
+    return path
 
 
 def _json_map_pairs(path, text):
@@ -856,12 +862,7 @@ def read_clip(path):
     """
     import json
     from scipy.spatial.transform import Rotation
-    if not isinstance(path, (str, os.PathLike)):
-        raise ValueError(f"path: expected a file path (str or Path), got {type(path).__name__}")
-    path = Path(path)
-    if path.suffix.lower() not in CLIP_SUFFIXES:
-        raise ValueError(f"{path}: expected a DeepMimic clip ending in "
-                         f"{', '.join(CLIP_SUFFIXES)}, got {path.suffix!r}")
+    path = _path_ending(path, CLIP_SUFFIXES, "a DeepMimic clip")
     try:
         record = json.loads(_read_text(path))
     except json.JSONDecodeError as error:

@@ -14,6 +14,7 @@ import numpy as np
 import kinematic_trees as kt
 from ioc.cli import main
 from ioc.direct import solve
+from ioc.estimate import Trial, fisher_covariance
 from ioc.problem import MotionProblem
 
 COSTS = "joint_velocity,joint_acceleration,joint_jerk,joint_torque"
@@ -79,3 +80,21 @@ def write_mot(path, q_deg, times=TIMES):
     rows = ["\t".join(repr(float(x)) for x in (t, *row)) for t, row in zip(times, q_deg)]
     path.write_text("\n".join(header + rows) + "\n", encoding="utf-8")
     return path
+
+
+def exact_trial(problem, weights, times):
+    """(samples q (len(times), nv), a Trial of the exact optimum of ``problem`` for
+    ``weights`` at ``times``): the truth of the data-estimator tests, with which the
+    Cramer-Rao bound is computed from nothing the estimator sees."""
+    result = solve(problem, weights)
+    assert result.status == "converged"
+    q = result.sample(times, 0)[:, 0]
+    return q, Trial("truth", times, q, problem.spline.design_matrix(times), None, problem,
+                    result.theta)
+
+
+def cramer_rao_std(reference, weights, sigma):
+    """Per-weight standard deviations of the bound at the true motion of ``reference``
+    (an exact_trial), its start and goal profiled out."""
+    cov = fisher_covariance([reference], [reference.theta], weights, sigma)
+    return np.sqrt(np.diag(cov))

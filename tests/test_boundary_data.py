@@ -9,8 +9,9 @@ import pytest
 
 from ioc.data import MotionData
 from ioc.direct import solve
-from ioc.estimate import Trial, estimate_weights, fisher_covariance, prepare_trial
+from ioc.estimate import estimate_weights, prepare_trial
 from ioc.problem import MotionProblem
+from ioc_synthetic import cramer_rao_std, exact_trial
 
 COSTS = ("joint_velocity", "joint_acceleration", "joint_jerk", "joint_torque",
          "joint_torque_rate")
@@ -122,22 +123,8 @@ def test_bad_boundary_is_a_value_error(chain3, options, message):
 
 @pytest.fixture(scope="module")
 def truth(chain3):
-    problem = MotionProblem(chain3, COSTS, duration=DURATION, start=START, goal=GOAL,
-                            boundary="data", **ESTIMATION)
-    result = solve(problem, TRUE_WEIGHTS)
-    assert result.status == "converged"
-    q = result.sample(TIMES, 0)[:, 0]
-    reference = Trial("truth", TIMES, q, problem.spline.design_matrix(TIMES), None, problem,
-                      result.theta)
-    return q, reference
-
-
-def cramer_rao_std(truth, sigma):
-    """Per-weight standard deviations of the bound at the true motion, its end stacks
-    profiled out."""
-    _, reference = truth
-    cov = fisher_covariance([reference], [reference.theta], TRUE_WEIGHTS, sigma)
-    return np.sqrt(np.diag(cov))
+    return exact_trial(MotionProblem(chain3, COSTS, duration=DURATION, start=START, goal=GOAL,
+                                     boundary="data", **ESTIMATION), TRUE_WEIGHTS, TIMES)
 
 
 def estimate(model, truth, sigma, seed, boundary):
@@ -158,8 +145,9 @@ def l1(estimate):
 
 
 def expected_l1(truth, sigma):
-    """The bound's expected L1 error, sqrt(2/pi) sum_i std_i (half-normal means)."""
-    return np.sqrt(2 / np.pi) * np.sum(cramer_rao_std(truth, sigma))
+    """The bound's expected L1 error, sqrt(2/pi) sum_i std_i (half-normal means), the end
+    stacks profiled out."""
+    return np.sqrt(2 / np.pi) * np.sum(cramer_rao_std(truth[1], TRUE_WEIGHTS, sigma))
 
 
 def test_moving_ends_small_noise_data_boundary_reaches_the_bound_rest_is_biased(chain3,

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 from ioc.data import MotionData
-from ioc.direct import solve
-from ioc.estimate import Trial, estimate_weights, fisher_covariance, prepare_trial
+from ioc.estimate import estimate_weights, prepare_trial
 from ioc.inverse_kkt import recover_weights
 from ioc.problem import MotionProblem
+import ioc_synthetic
+from ioc_synthetic import exact_trial
 
 COSTS = ("joint_velocity", "joint_acceleration", "joint_jerk", "joint_torque",
          "joint_torque_rate")
@@ -23,20 +24,13 @@ TIMES = np.linspace(0.0, 2.0, 201)          # 100 Hz
 
 @pytest.fixture(scope="module")
 def truth(chain3):
-    problem = MotionProblem(chain3, COSTS, duration=2.0, start=1.57, goal=-1.57, **SETTINGS)
-    result = solve(problem, TRUE_WEIGHTS)
-    assert result.status == "converged"
-    q = result.sample(TIMES, 0)[:, 0]
-    reference = Trial("truth", TIMES, q, problem.spline.design_matrix(TIMES), None, problem,
-                      result.theta)
-    return q, reference
+    return exact_trial(MotionProblem(chain3, COSTS, duration=2.0, start=1.57, goal=-1.57,
+                                     **SETTINGS), TRUE_WEIGHTS, TIMES)
 
 
 def cramer_rao_std(truth, sigma):
     """Per-weight standard deviations of the bound at the true motion."""
-    _, reference = truth
-    cov = fisher_covariance([reference], [reference.theta], TRUE_WEIGHTS, sigma)
-    return np.sqrt(np.diag(cov))
+    return ioc_synthetic.cramer_rao_std(truth[1], TRUE_WEIGHTS, sigma)
 
 
 def noisy_trial(model, truth, sigma, seed):
