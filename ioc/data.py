@@ -6,6 +6,11 @@ Readers turn a CSV or OpenSim storage file (``.mot`` / ``.sto``) into :class:`Mo
 (a P-spline) and picks the penalty weight per joint from a known noise level (UBRE, Mallows'
 C_p) or by generalised cross-validation.
 
+Recordings in other conventions: column maps (:func:`read_map`, :func:`read_mapped`),
+DeepMimic motion clips (:func:`read_clip`, :func:`clip_motion`: spherical joints onto a
+model's revolute chains), :func:`joint_locks` (where the joints that no data move are
+held), :func:`cut_window` and :func:`segments` (movement windows).
+
 =================  ======================  ===============  ================================
 maths              code                    shape            meaning
 =================  ======================  ===============  ================================
@@ -20,6 +25,7 @@ S_lambda           (not formed)            (N, N)           hat matrix, q_hat = 
 =================  ======================  ===============  ================================
 """
 import csv
+import json
 import math
 import os
 from pathlib import Path
@@ -30,8 +36,10 @@ import scipy.sparse as sp
 from scipy.interpolate import BSpline
 from scipy.linalg import LinAlgError, cholesky, solve_triangular, svd
 from scipy.optimize import minimize_scalar
+from scipy.spatial.transform import Rotation
 
 import cmtm
+from cmtm.api import check_model
 from ioc.bspline import check_int
 from kinematic_trees.joint_types import JOINT_PRISMATIC, JOINT_REVOLUTE
 
@@ -552,8 +560,10 @@ def read_map(path):
     joints: a chain from parent to child (``clip_motion``); a column of a table maps onto
     one. ValueError naming the file for anything else, and for a model joint named twice.
 
-    >>> read_map("arm.json")                      # {"r_shoulder_elv": "right_shoulder_X"}
-    {'r_shoulder_elv': ('right_shoulder_X',)}     # doctest: +SKIP
+    With arm.json holding {"r_shoulder_elv": "right_shoulder_X"}:
+
+    >>> read_map("arm.json")                      # doctest: +SKIP
+    {'r_shoulder_elv': ('right_shoulder_X',)}
     """
     path = _path_ending(path, MAP_SUFFIXES, "a map file")
     text = _read_text(path)
@@ -582,7 +592,6 @@ def _path_ending(path, suffixes, what):
 
 def _json_map_pairs(path, text):
     """(column, joint) pairs of a JSON map {column: joint | [joints]}."""
-    import json
     try:
         record = json.loads(text)
     except json.JSONDecodeError as error:
@@ -860,8 +869,6 @@ def read_clip(path):
 
     Raises ValueError naming the file (and the frame) for anything else.
     """
-    import json
-    from scipy.spatial.transform import Rotation
     path = _path_ending(path, CLIP_SUFFIXES, "a DeepMimic clip")
     try:
         record = json.loads(_read_text(path))
@@ -940,12 +947,10 @@ def clip_motion(clip, model, mapping=None, *, held=False):
     frame); with ``held`` (joints that will be locked at their mean, not moved) a notice
     instead.
     """
-    from cmtm.api import check_model
     model = check_model(model)
     names = tuple(model.joint_names)
-    mapping, notices = _clip_mapping(mapping, names), list(clip.notices)
-    if "root" not in mapping:
-        notices.append("the clip's root (the pelvis pose) is not mapped: no floating base")
+    mapping, notices = _clip_mapping(mapping, names)
+    notices = list(clip.notices) + notices
     rest = _rest_orientations(model)
     columns = {}
     for clip_joint, joints in mapping.items():
@@ -1005,24 +1010,26 @@ def clip_trial(clip, model, mapping=None):
 
 
 def _clip_mapping(mapping, names):
-    """The checked clip map: HUMAN_CLIP_MAP (without the root if the model lacks its
-    joints) or ``mapping``."""
+    """(the checked clip map, notices): HUMAN_CLIP_MAP (without the root if the model lacks
+    its joints) or ``mapping``."""
     clip_joints = ("root", *(n for n, _ in DEEPMIMIC_JOINTS))
     if mapping is None:
-        mapping = dict(HUMAN_CLIP_MAP)
+        mapping, notices = dict(HUMAN_CLIP_MAP), []
         if not all(j in names for j in mapping["root"]):
             del mapping["root"]
+            notices.append("the clip's root (the pelvis pose) is not mapped: the model has "
+                           "no floating base")
         missing = [j for joints in mapping.values() for j in joints if j not in names]
         if missing:
             raise ValueError(f"clip map: the default map is human.urdf's (kt.human()); the "
                              f"model lacks {', '.join(missing)}: give a map (--map)")
-        return mapping
+        return mapping, notices
     unknown = [c for c in mapping if c not in clip_joints]
     if unknown:
         raise ValueError(f"map: expected DeepMimic joints ({', '.join(clip_joints)}), got "
                          f"unknown {', '.join(unknown)}")
     check_map("map", mapping, names)
-    return mapping
+    return mapping, []
 
 
 def _rest_orientations(model):
@@ -1092,7 +1099,6 @@ def chain_angles(X, axes):
     k = 1: the twist about a, 2 atan2(v.a, w) of X's quaternion (w, v) (swing-twist),
     unwrapped; middle None. residual: the angle of Rot(...)^T X, what the chain cannot make.
     """
-    from scipy.spatial.transform import Rotation
     axes = np.asarray(axes, dtype=np.float64)
     k = len(axes)
     if k == 1:
@@ -1117,6 +1123,5 @@ def chain_angles(X, axes):
 
 def _quaternion(X):
     """(w (N,), v (N, 3)) unit quaternions of rotation matrices X (N, 3, 3)."""
-    from scipy.spatial.transform import Rotation
     quaternion = Rotation.from_matrix(X).as_quat()          # (x, y, z, w)
     return quaternion[:, 3], quaternion[:, :3]

@@ -13,9 +13,10 @@ at rest, q^(1..R) = 0), or "data", the end stacks (q, ..., q^(R)), for recorded 
 that start or end moving. Which to use: "rest" when the trial was cut at rest (a reach
 from and to a still hand; it adds no parameters), "data" whenever the hand or joint still
 moves at the cut: a rest model cannot follow such a motion at its ends whatever the
-weights, and its weights come out biased (tests/test_boundary_data.py measures it). Its sensitivities follow from the implicit
-function theorem at the optimum, H_ff dtheta_f = -(sum_i dw_i grad_f c_i + H_fF dtheta_F)
-(f free, F fixed control points; H the Newton Hessian).
+weights, and its weights come out biased (tests/test_boundary_data.py measures it).
+The sensitivities follow from the implicit function theorem at the optimum,
+H_ff dtheta_f = -(sum_i dw_i grad_f c_i + H_fF dtheta_F) (f free, F fixed control points;
+H the Newton Hessian).
 
 1. **Linearized data-space estimate** (the starting point): at the fitted motion theta_fit,
    the Newton step to the optimum for w is -H(w)^-1 C^T w; the weights that make it
@@ -48,11 +49,10 @@ from ioc._blas import single_threaded_blas
 from ioc.banded import BandedCholesky, band_columns
 from cmtm.api import as_float_array, check_model
 from ioc.bspline import DD, ClampedBSpline, check_int, clamped_knots
-from ioc.choices import BOUNDARY_MODES
 from ioc.data import MotionData, check_fit_size, fit_spline
 from ioc.direct import SolverOptions, check_callback, solve
 from ioc.inverse_kkt import _solve_scaled
-from ioc.problem import MotionProblem
+from ioc.problem import MotionProblem, check_boundary_mode
 
 Z95 = 1.959963984540054
 """Two-sided 95 % quantile of the standard normal distribution."""
@@ -86,9 +86,7 @@ def prepare_trial(model, costs, data, *, degree=5, control_points=50, rest_order
     (q, ..., q^(R)), so the first and last R+1 control points are the fit's."""
     times, q = _data_samples(model, data)
     check_fit_size(control_points, degree)
-    if boundary not in BOUNDARY_MODES:
-        raise ValueError(f"boundary: expected one of {', '.join(BOUNDARY_MODES)}, got "
-                         f"{boundary!r}")
+    check_boundary_mode(boundary)
     knots = clamped_knots(degree, control_points, float(times[-1]))
     rest = boundary == "rest"
     fit = fit_spline(knots, degree, times, q, noise=noise, rest_order=rest_order if rest else 0)

@@ -21,10 +21,9 @@ t = T: ``end_matrices``), so the stacks fix the first and last R+1 control point
 joint, theta_0..R = M_0^-1 start and theta_(n_c-R-1)..(n_c-1) = M_T^-1 goal (for rest, all
 equal to start / goal: a clamped spline's derivatives 1..R vanish at an end iff those control
 points coincide). With ``constraints="exact"`` those rows are fixed and the optimizer moves
-only the others. With ``"penalty"`` (the
-paper's formulation) every control point is free and the conditions enter as penalty terms
-1/2 rho |q^(r)(t_end) - target|^2 with rho = ``penalty`` * sum(weights); joint limits become
-penalties on their violation.
+only the others. With ``"penalty"`` (the paper's formulation) every control point is free
+and the conditions enter as penalty terms 1/2 rho |q^(r)(t_end) - target|^2 with
+rho = ``penalty`` * sum(weights); joint limits become penalties on their violation.
 
 Joint limits lower <= q_j(t_c) <= upper are imposed at the N uniform nodes t_c over [0, T]
 inclusive (the samples of ``trajectory.csv``); between nodes the spline is not checked.
@@ -115,6 +114,14 @@ def _per_joint(name, value, nv):
     return np.broadcast_to(array.ravel(), (nv,)).copy()
 
 
+def check_boundary_mode(boundary):
+    """``boundary`` if it is one of BOUNDARY_MODES, else ValueError."""
+    if boundary not in BOUNDARY_MODES:
+        raise ValueError(f"boundary: expected one of {', '.join(BOUNDARY_MODES)}, got "
+                         f"{boundary!r}")
+    return boundary
+
+
 def _per_order(name, value, orders, nv):
     """One value for all, or a 2-D array broadcasting to (orders, nv) -> (orders, nv)
     float64 (a raw derivative stack at one end), positions within +-POSITION_BOUND."""
@@ -201,10 +208,7 @@ class MotionProblem:
         self.penalty = _finite_real("penalty", penalty)
         if self.penalty < 0:
             raise ValueError(f"penalty: expected a finite number >= 0, got {penalty!r}")
-        if boundary not in BOUNDARY_MODES:
-            raise ValueError(f"boundary: expected one of {', '.join(BOUNDARY_MODES)}, got "
-                             f"{boundary!r}")
-        self.boundary = boundary
+        self.boundary = check_boundary_mode(boundary)
         self.lower, self.upper = _limits(model, limits)
         self._set_boundary(start, goal)
         self.quadrature = make_quadrature(self.spline, integration, self.samples)
