@@ -138,7 +138,8 @@ CLEAR = [name for name in CLIPS if name not in SINGULAR]
 @pytest.mark.parametrize("name", CLEAR)
 def test_clip_poses_are_reproduced_by_forward_kinematics(floating_human, name):
     """Every exactly representable joint of every clip that stays clear of the singularity:
-    rotation error <= 1e-9 rad (measured <= 5e-16), root position to 1e-12 m."""
+    rotation error <= 1e-9 rad (measured <= 3.1e-15 over all 15 clips), root position to
+    1e-12 m (measured 0)."""
     data = clip_motion(read_clip(clip_path(name)), floating_human)
     errors = pose_errors(floating_human, data, name, EXACT)
     assert errors.pop("root position") <= 1e-12
