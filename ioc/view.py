@@ -239,7 +239,8 @@ def skeleton_figure(page):
                    "y": [0.0], "z": [0.0], "marker": {"symbol": "diamond", "size": 7,
                                                       "color": "black"}})
     frames = [{"name": str(i), "traces": list(range(len(sticks))),
-               "data": [coordinates(polyline[i]) for _, polyline in sticks]}
+               "data": [{"type": "scatter3d", **coordinates(polyline[i])}
+                        for _, polyline in sticks]}
               for i in range(len(page.times))]
     layout = {"title": {"text": page.title, "font": {"size": 14}},
               "scene": scene(points, view), "height": 620,
