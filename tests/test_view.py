@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 import cmtm
-from ioc.bspline import ClampedBSpline
+from ioc.bspline import DD, ClampedBSpline
+from ioc.estimate import kkt_stationarity
+from ioc.problem import MotionProblem
 from ioc.results import load_result
 from ioc.weights_io import read_weights
 from ioc_synthetic import COSTS, NOISE_RAD, TIMES, build, ioc_argv, run
@@ -93,10 +95,17 @@ def test_weights_json_holds_the_data_and_the_optimal_motion(synthetic):
     motion = entry["motion"]
     assert motion["kind"] == "optimal" and motion["degree"] == 5
     assert np.shape(motion["control_points"]) == (12, 3)
+    theta = np.array(motion["control_points"])
     spline = ClampedBSpline(5, 12, 2.0, motion["knots"])
-    fitted = spline.evaluate(np.array(motion["control_points"]), data[:, 0], 0)[:, 0]
+    fitted = spline.evaluate(theta, data[:, 0], 0)[:, 0]
     # the optimum for the estimated weights stays within a few noise levels of the data
     assert np.sqrt(np.mean((fitted - data[:, 1:]) ** 2)) < 5 * NOISE_RAD
+    # and is optimal for them: the direct problem's KKT residual vanishes (the smoothing
+    # fit's is 2e-2), to the rounding of the stored control points
+    problem = MotionProblem(view.resolve_model("chain3"), COSTS, duration=2.0, samples=40,
+                            control_points=12, start=theta[0], goal=theta[-1])
+    weights = list(record["weights"].values())
+    assert kkt_stationarity(problem, DD.of(theta), weights)[1] < 1e-8
 
 
 def test_measured_trial_page_draws_data_and_optimum_from_link_poses(synthetic):
