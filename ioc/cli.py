@@ -295,8 +295,10 @@ def recover_batch(args, paths, settings):
                                report=lambda outcome: report_outcome(outcome, args))
     rows = batch.summary_rows(outcomes, settings)
     for outcome in outcomes if args.out is not None else ():
-        if outcome.record is not None:
-            write_pages(args, args.out / outcome.name, outcome.record, [outcome.name])
+        folder = args.out / outcome.name
+        if outcome.record is not None and not (outcome.skipped and
+                                               (folder / view.PAGE_FILE).exists()):
+            write_pages(args, folder, outcome.record, [outcome.name])
     if args.json:
         trials = [{"trial": o.name, "status": "ok", **o.record} if o.record else
                   {"trial": o.name, "status": "failed", "source": [o.path], "error": o.error}

@@ -203,3 +203,18 @@ def test_weights_json_without_motions_is_a_one_line_error(synthetic, tmp_path):
     code, _, err = run(["view", str(old), "--out", str(tmp_path / "page.html")])
     assert code == 2 and "expected the key 'motions'" in err
     assert sorted(path.name for path in tmp_path.iterdir()) == ["weights.json"]
+
+
+def test_a_batch_writes_a_page_per_trial_and_a_rerun_keeps_them(synthetic, tmp_path):
+    copies = [tmp_path / f"{name}.csv" for name in ("walk", "reach")]
+    for copy in copies:
+        copy.write_bytes(synthetic.csv.read_bytes())
+    out = tmp_path / "out"
+    argv = ioc_argv(*copies, extra=["--estimator", "kkt", "--out", str(out), "--quiet"])
+    assert run(argv)[0] == 0
+    pages = [out / name / "motion.html" for name in ("walk", "reach")]
+    assert all(sorted(p.name for p in page.parent.iterdir()) == ["motion.html", "weights.json"]
+               for page in pages)
+    written = [page.stat().st_mtime_ns for page in pages]
+    assert run(argv)[0] == 0                                  # every trial skipped
+    assert [page.stat().st_mtime_ns for page in pages] == written
