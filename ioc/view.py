@@ -39,7 +39,7 @@ from ioc.choices import PAGE_FRAMES
 from ioc.data import CSV_SUFFIXES, STORAGE_SUFFIXES, read_motion
 from ioc.drawing import CURVES, coinciding_joints, motion_title, principal_view, stick_figure
 from ioc.models import resolve_model
-from ioc.results import RESULT_FILE, load_result, to_json, write_atomically
+from ioc.results import RESULT_FILE, load_result, result_costs, to_json, write_atomically
 from ioc.weights_io import WEIGHTS_FILE, read_weights
 
 PAGE_FILE = "motion.html"
@@ -156,12 +156,14 @@ def input_page(path, model_spec=None, lock=(), trial=0, frames=FRAMES, degrees=N
     if path.suffix.lower() != ".json":
         raise ValueError(f"INPUT: expected a result.json, a weights.json or a motion file "
                          f"(*.csv, *.mot, *.sto), got {path}")
-    record = json_record(path)
-    if model_spec is not None and model_spec != record.get("model"):
-        raise ValueError(f"--model: {path} records the model {record.get('model')!r}, got "
+    # a result.json by its name, else by its content (a weights.json has an estimator)
+    record = {} if path.name == RESULT_FILE else read_weights(path)
+    recorded = record.get("model") or result_costs(path)[0]
+    if model_spec is not None and model_spec != recorded:
+        raise ValueError(f"--model: {path} records the model {recorded!r}, got "
                          f"{model_spec!r}")
     if "estimator" in record:
-        return weights_page(read_weights(path), trial, frames)
+        return weights_page(record, trial, frames)
     return result_page(path, frames)
 
 
@@ -178,18 +180,6 @@ def recorded_file(path):
         raise ValueError(f"INPUT: expected a {RESULT_FILE} or {WEIGHTS_FILE} in the folder "
                          f"{path}, found neither")
     return found[0]
-
-
-def json_record(path):
-    """The JSON object of ``path``; ValueError naming it if it is not one."""
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ValueError(f"{path}: expected a result.json or weights.json of cmtm, could "
-                         f"not read it ({error})") from None
-    if not isinstance(record, dict):
-        raise ValueError(f"{path}: expected a JSON object, got {type(record).__name__}")
-    return record
 
 
 def check_page_path(path):
