@@ -89,7 +89,7 @@ def snapshot_figure(rows, suptitle):
     planes = [points @ view[:2].T for *_, points in drawn]
     limits = plane_limits(np.concatenate(planes, axis=1))
     columns = max(len(times) for _, times, *_ in drawn)
-    figure = new_figure((1.5 * columns + 0.8, 0.5 + 2.0 * len(rows)))
+    figure = new_figure((1.5 * columns + 0.8, 0.8 + 2.1 * len(rows)))
     for strip, (title, times, stick, _), plane in zip(figure.subfigures(len(rows), 1,
                                                                         squeeze=False)[:, 0],
                                                       drawn, planes):
