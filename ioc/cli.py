@@ -185,13 +185,14 @@ def plot_extra(args, wanted):
     return [name for name in wanted if name not in missing]
 
 
-def write_pages(args, folder, record, names):
-    """The motion page of each trial of a weights.json ``record`` in ``folder`` (unless
-    --no-view, with plotly): motion.html for one trial, motion-<name>.html for pooled
-    ones; returns their paths."""
+def write_pages(args, folder, record):
+    """The motion page of each source of a weights.json ``record`` in ``folder`` (unless
+    --no-view, with plotly): motion.html for one, motion-K.html for the K-th of pooled
+    ones (``cmtm view --trial K``); returns their paths."""
     if not plot_extra(args, {"plotly": "no motion page"}):
         return []
-    files = [view.PAGE_FILE] if len(names) == 1 else [f"motion-{name}.html" for name in names]
+    count = len(record["source"])
+    files = [view.PAGE_FILE] if count == 1 else [f"motion-{k}.html" for k in range(1, count + 1)]
     return [view.write_page(folder / file, view.weights_page(record, trial))
             for trial, file in enumerate(files)]
 
@@ -280,7 +281,7 @@ def recover_one(args, paths, settings):
         print(f"cmtm ioc: notice: {notice}", file=sys.stderr)
     written = [] if args.out is None else [weights_io.write_weights(args.out, record)]
     if args.out is not None:
-        written += write_pages(args, args.out, record, batch.trial_names(paths))
+        written += write_pages(args, args.out, record)
     if args.json:
         print(results.to_json(record))
     else:
@@ -298,7 +299,7 @@ def recover_batch(args, paths, settings):
         folder = args.out / outcome.name
         if outcome.record is not None and not (outcome.skipped and
                                                (folder / view.PAGE_FILE).exists()):
-            write_pages(args, folder, outcome.record, [outcome.name])
+            write_pages(args, folder, outcome.record)
     if args.json:
         trials = [{"trial": o.name, "status": "ok", **o.record} if o.record else
                   {"trial": o.name, "status": "failed", "source": [o.path], "error": o.error}
