@@ -5,8 +5,9 @@ Top: the stick figure of ioc.drawing in 3D, orthographic, seen from the normal o
 motion's principal plane, with play/pause buttons and a time slider (plotly animation
 frames, one per instant); the data's skeleton (grey) under the motion's where both exist.
 Below: the time curves of ioc.drawing.CURVES (angles, velocities, jerks, torques, torque
-rates), one line per joint (a legend entry per joint toggles it in every panel), the data's
-angles as dots, and a vertical line at the current instant.
+rates), one line per joint (a legend entry per joint toggles it in every panel; of more than
+SHOWN_JOINTS joints those that move most are drawn at first), the data's angles as wide
+translucent lines under the motion's, and a vertical line at the current instant.
 
 The file needs no network: plotly's JavaScript (``plotly.offline.get_plotlyjs``, 4.8 MB in
 plotly 7) and the figures' JSON are embedded gzip-compressed and base64-encoded in two
@@ -54,6 +55,8 @@ DASHES = ("solid", "dash", "dot", "dashdot")
 ioc.plots' styles)."""
 PANEL_HEIGHT = 190
 """Pixels per curve panel."""
+SHOWN_JOINTS = 12
+"""Joints drawn in the curves at first; the others wait in the legend."""
 
 
 class Track(NamedTuple):
@@ -304,10 +307,17 @@ def time_slider(times):
 
 def curves_figure(page):
     """The time curves {data, layout}: a panel per curve of CURVES, one line per joint and
-    track (the data as dots), a legend entry per joint, the coinciding joints of each panel
-    noted once, a vertical line (layout.shapes[0]) at the first instant."""
+    track, a legend entry per joint, the coinciding joints of each panel noted once, a
+    vertical line (layout.shapes[0]) at the first instant. Of a model with more than
+    SHOWN_JOINTS joints, the SHOWN_JOINTS whose angles move most are drawn and the others
+    wait in the legend (noted on the first panel)."""
     names = page.model.joint_names
+    shown = shown_joints(page.tracks[-1].q[:, 0])
     traces, notes = [], []
+    if len(shown) < len(names):
+        notes.append(panel_note(1, f"{len(shown)} of {len(names)} joints drawn, those moving "
+                                    f"most: click a legend entry to draw or hide a joint",
+                                y=1.12))
     panels = [curve for curve in CURVES
               if any(curve_values(track, curve) is not None for track in page.tracks)]
     for row, curve in enumerate(panels, start=1):
@@ -316,7 +326,7 @@ def curves_figure(page):
             if values is None:
                 continue
             traces += [joint_trace(page.times, values[:, j], names[j], j, row,
-                                   is_data=track.tau is None,
+                                   is_data=track.tau is None, shown=j in shown,
                                    first=row == 1 and track is page.tracks[-1])
                        for j in range(len(names))]
         groups = [group for group in coinciding_joints(curve_values(page.tracks[-1], curve))
@@ -327,28 +337,35 @@ def curves_figure(page):
     return {"data": traces, "layout": curves_layout(page, panels, notes)}
 
 
+def shown_joints(angles):
+    """The columns of ``angles`` (N, nv) drawn at first: all, or the SHOWN_JOINTS with the
+    largest range (a page with 36 lines in a panel shows none of them)."""
+    ranges = np.ptp(angles, axis=0)
+    return set(np.argsort(-ranges, kind="stable")[:SHOWN_JOINTS].tolist())
+
+
 def curve_values(track, curve):
     """The (N, nv) values of ``curve`` on ``track``, or None when the track lacks them."""
     stack = track.q if curve.field == "q" else track.tau
     return None if stack is None or curve.order >= stack.shape[1] else stack[:, curve.order]
 
 
-def joint_trace(times, values, name, j, row, is_data, first):
-    """One joint's curve on panel ``row``: a line (the motion) or dots (data)."""
+def joint_trace(times, values, name, j, row, is_data, shown, first):
+    """One joint's curve on panel ``row``: a thin line (the motion) or a wide translucent
+    one under it (data; a line, since thousands of SVG dots slow the page down)."""
     colour = JOINT_COLOURS[j % len(JOINT_COLOURS)]
-    style = {"mode": "markers", "marker": {"color": colour, "size": 4, "opacity": 0.6}} \
-        if is_data else \
-        {"mode": "lines", "line": {"color": colour, "width": 1.6,
-                                   "dash": DASHES[j // len(JOINT_COLOURS) % len(DASHES)]}}
-    return {"type": "scatter", "x": times.tolist(), "y": values.tolist(),
+    line = {"color": colour, "width": 5, "dash": "solid"} if is_data else \
+        {"color": colour, "width": 1.6, "dash": DASHES[j // len(JOINT_COLOURS) % len(DASHES)]}
+    return {"type": "scatter", "mode": "lines", "x": times.tolist(), "y": values.tolist(),
             "name": name + (" (data)" if is_data else ""), "legendgroup": name,
-            "showlegend": first, "xaxis": "x",
-            "yaxis": f"y{row}", **style}
+            "showlegend": first, "visible": True if shown else "legendonly",
+            "opacity": 0.35 if is_data else 1.0, "line": line, "xaxis": "x",
+            "yaxis": f"y{row}"}
 
 
-def panel_note(row, text):
-    """An annotation at the top left of panel ``row``."""
-    return {"text": text, "xref": "x domain", "yref": f"y{row} domain", "x": 0.0, "y": 1.0,
+def panel_note(row, text, y=1.0):
+    """An annotation at the top left of panel ``row`` (``y``: its height in the panel)."""
+    return {"text": text, "xref": "x domain", "yref": f"y{row} domain", "x": 0.0, "y": y,
             "xanchor": "left", "yanchor": "bottom", "showarrow": False,
             "font": {"size": 11, "color": "#555"}}
 
@@ -435,8 +452,9 @@ body {{ font-family: sans-serif; margin: 0 1em; }}
 <script>
 "use strict";
 async function inflate(id) {{
-  const text = atob(document.getElementById(id).textContent);
-  const bytes = Uint8Array.from(text, (c) => c.charCodeAt(0));
+  const base64 = document.getElementById(id).textContent;
+  const bytes = Uint8Array.fromBase64 ? Uint8Array.fromBase64(base64)
+    : Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
   const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
   return new Response(stream).text();
 }}

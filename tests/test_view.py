@@ -65,6 +65,7 @@ def test_optimize_page_points_equal_link_poses_and_curves_the_spline(synthetic):
     curves = page["curves"]["data"]
     names = [trace["name"] for trace in curves]
     assert names == list(model.joint_names) * 5
+    assert all(trace["visible"] is True for trace in curves)     # 3 joints: all drawn
     expected = [stack[:, 0], stack[:, 1], stack[:, 3], tau[:, 0], tau[:, 1]]
     for k, trace in enumerate(curves):
         assert np.array_equal(trace["x"], times)
@@ -124,10 +125,12 @@ def test_measured_trial_page_draws_data_and_optimum_from_link_poses(synthetic):
     for trace, q in ((0, data_q), (1, optimal_q)):
         for polyline, q_k in zip(polylines(page["skeleton"], trace), q):
             assert_same_segments(drawn_segments(polyline), expected_segments(model, q_k))
-    dots = [trace for trace in page["curves"]["data"] if trace["mode"] == "markers"]
-    assert [trace["name"] for trace in dots] == ["joint1 (data)", "joint2 (data)",
+    data = [trace for trace in page["curves"]["data"] if trace["name"].endswith(" (data)")]
+    assert [trace["name"] for trace in data] == ["joint1 (data)", "joint2 (data)",
                                                  "joint3 (data)"]
-    assert np.array_equal(np.array([trace["y"] for trace in dots]).T, data_q)
+    assert all(trace["yaxis"] == "y1" and trace["legendgroup"] == trace["name"][:6]
+               for trace in data)                             # the angle panel, the joint's
+    assert np.array_equal(np.array([trace["y"] for trace in data]).T, data_q)
 
 
 def test_result_json_and_kkt_trials_record_their_motions(synthetic, tmp_path):
@@ -218,3 +221,16 @@ def test_a_batch_writes_a_page_per_trial_and_a_rerun_keeps_them(synthetic, tmp_p
     written = [page.stat().st_mtime_ns for page in pages]
     assert run(argv)[0] == 0                                  # every trial skipped
     assert [page.stat().st_mtime_ns for page in pages] == written
+
+
+def test_many_joints_draw_those_moving_most_and_list_the_others(tmp_path):
+    model = view.resolve_model("chain16")
+    times = np.linspace(0.0, 1.0, 30)
+    amplitude = np.arange(1, 17) / 16.0                  # joint16 moves most, joint01 least
+    q = np.zeros((30, 4, 16))
+    q[:, 0] = np.sin(np.pi * times)[:, None] * amplitude
+    page = view.Page(model, "chain16", times, (view.Track("data", q[:, :1]),))
+    curves = view.curves_figure(page)
+    drawn = [trace["name"] for trace in curves["data"] if trace["visible"] is True]
+    assert drawn == [f"joint{k:02d} (data)" for k in range(5, 17)]
+    assert "12 of 16 joints drawn" in curves["layout"]["annotations"][0]["text"]

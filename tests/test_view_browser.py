@@ -10,13 +10,13 @@ CI installs chromium (.ci/run) so these run there; elsewhere they skip, saying w
 import io
 import os
 import shutil
+import sys
 from importlib.util import find_spec
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-import kinematic_trees as kt
-from ioc.bspline import ClampedBSpline
 
 CHROMIUM = "/usr/bin/chromium"
 MISSING = [reason for found, reason in (
@@ -33,14 +33,14 @@ from PIL import Image  # noqa: E402  (matplotlib's dependency)
 from playwright import sync_api  # noqa: E402
 from ioc import view  # noqa: E402
 
-FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]
-"""Chromium's flags besides --headless and a fresh --user-data-dir, which Playwright's
-launch adds itself (a new temporary profile per launch)."""
-READY = "window.motionPage && window.motionPage.ready"
-"""The page sets window.motionPage once both figures are drawn (ioc.view)."""
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+import bench_view  # noqa: E402
+
 PAGE_LIMIT_BYTES = 5_000_000
 OPEN_LIMIT_MS = 3000.0
+OPENS = 3
+"""Opens of the human page at most, until one is under OPEN_LIMIT_MS: on a machine shared
+with other work one open can take twice as long (bench/bench_view.py prints the spread)."""
 BACKGROUND = (255, 255, 255)
 
 
@@ -48,7 +48,7 @@ BACKGROUND = (255, 255, 255)
 def browser():
     with sync_api.sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                              args=FLAGS)
+                                              args=bench_view.FLAGS)
         yield chromium
         chromium.close()
 
@@ -67,7 +67,7 @@ class Visit:
         self.page.on("pageerror", lambda error: self.errors.append(str(error)))
         self.page.route("**/*", self._local_only)
         self.page.goto(path.resolve().as_uri())
-        self.page.wait_for_function(READY, timeout=60_000)
+        self.page.wait_for_function(bench_view.READY, timeout=60_000)
 
     def _local_only(self, route):
         if route.request.url.startswith("file:"):
@@ -135,23 +135,14 @@ def test_slider_redraws_the_figure_and_moves_the_time_line(browser, chain3_page)
 @pytest.fixture(scope="module")
 def human_page(tmp_path_factory):
     """The 36-joint human over 200 frames with every part a page can hold: a data skeleton
-    and a motion (a random quintic spline, angles within +-0.5 rad) with all five curves."""
-    model = kt.compile_tree(kt.human())
-    rng = np.random.default_rng(0)
-    spline = ClampedBSpline(5, 20, 2.0)
-    theta = rng.uniform(-0.5, 0.5, (20, model.nv))
-    times = np.linspace(0.0, 2.0, 200)
-    data = spline.evaluate(theta + rng.normal(0.0, 0.02, theta.shape), times, 0)
-    page = view.Page(model, "human", times,
-                     (view.Track("data", data),
-                      view.spline_track("motion", model, spline, theta, times)))
-    return view.write_page(tmp_path_factory.mktemp("human") / "motion.html", page)
+    and a motion with all five curves (bench/bench_view.py)."""
+    return bench_view.human_page(tmp_path_factory.mktemp("human") / "motion.html")
 
 
 def test_human_page_is_under_5_mb_and_opens_in_under_3_s(browser, human_page):
     assert human_page.stat().st_size < PAGE_LIMIT_BYTES
     opened = []
-    for _ in range(2):       # the better of two opens: the machine is shared by other work
+    while len(opened) < OPENS and not any(ms < OPEN_LIMIT_MS for ms in opened):
         visit = Visit(browser, human_page)
         try:
             opened.append(visit.page.evaluate("window.motionPage.milliseconds"))
