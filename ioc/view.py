@@ -109,7 +109,7 @@ MOTION_LABELS = {"optimal": "optimal motion for the estimated weights",
 """The legend of a weights.json motion by its kind (ioc.weights_io)."""
 
 
-def weights_page(record, trial=0, frames=FRAMES, lock=None):
+def weights_page(record, trial=0, frames=FRAMES):
     """The Page of a ``cmtm ioc`` weights.json record: trial ``trial``'s data (its samples,
     thinned to ``frames``) and the motion drawn against them at the same instants."""
     motions = record.get("motions")
@@ -119,8 +119,7 @@ def weights_page(record, trial=0, frames=FRAMES, lock=None):
     if not 0 <= trial < len(motions):
         raise ValueError(f"--trial: expected 1..{len(motions)}, got {trial + 1}")
     entry = motions[trial]
-    settings = record.get("settings") or {}
-    model = resolve_model(record["model"], settings.get("lock") if lock is None else lock)
+    model = resolve_model(record["model"], (record.get("settings") or {}).get("lock") or {})
     if list(model.joint_names) != record["joint_names"]:
         raise ValueError(f"weights.json: expected the joints {record['joint_names']} of "
                          f"{record['model']!r}, the model has {list(model.joint_names)}")
