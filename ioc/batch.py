@@ -37,8 +37,8 @@ from ioc.inverse_kkt import recover_weights
 from ioc.models import resolve_model
 from ioc.problem import MotionProblem, _limits
 from ioc.results import RESULT_FILE, load_result
-from ioc.weights_io import (SUMMARY_FILE, WEIGHTS_FILE, data_fields, kkt_fields, named,
-                            read_weights, summary_row, weights_record, write_summary,
+from ioc.weights_io import (SUMMARY_FILE, WEIGHTS_FILE, data_fields, kkt_fields, motion_entry,
+                            named, read_weights, summary_row, weights_record, write_summary,
                             write_weights)
 
 DATA_SUFFIXES = CSV_SUFFIXES + STORAGE_SUFFIXES + CLIP_SUFFIXES
@@ -295,10 +295,16 @@ def _kkt_on_fit(trials, settings):
     trial, = trials
     kkt = recover_weights(trial.problem, trial.theta)
     if not settings.reoptimize:
-        return kkt_fields(kkt), {}
+        return kkt_fields(kkt), {"motions": [_trial_motion(trial, trial.theta, "fit")]}
     theta = solve(trial.problem, kkt.weights, theta0=trial.theta).theta
     rms = float(np.sqrt(np.mean(residual(trial, theta) ** 2)))
-    return kkt_fields(kkt), {"reoptimized_rms": [rms]}
+    return kkt_fields(kkt), {"reoptimized_rms": [rms],
+                             "motions": [_trial_motion(trial, theta, "reoptimized")]}
+
+
+def _trial_motion(trial, theta, kind):
+    """The ``motions`` entry (ioc.weights_io.motion_entry) of a measured trial."""
+    return motion_entry(trial.name, trial.times, trial.q, trial.problem.spline, theta, kind)
 
 
 def _maximum_likelihood(trials, settings):
@@ -312,6 +318,8 @@ def _maximum_likelihood(trials, settings):
         std, ci95, _ = bootstrap_weights(trials, est, settings.bootstrap, seed=0, noise=noise)
         bootstrap = (std, ci95, settings.bootstrap)
     extra = {"reoptimized_rms": est.data_rms(trials)} if settings.reoptimize else {}
+    extra["motions"] = [_trial_motion(trial, theta, "optimal")
+                        for trial, theta in zip(trials, est.thetas)]
     return data_fields(est, raw, stat, bootstrap), extra
 
 
@@ -323,11 +331,16 @@ def _from_result(path, settings):
     true = weights / weights.sum()
     extra = {"true_weights": named(kkt.names, true),
              "l1_error": float(np.sum(np.abs(kkt.weights - true)))}
+    motion, kind = theta, "recorded"
     if settings.reoptimize:
-        moved = solve(problem, kkt.weights, theta0=theta).theta
+        motion, kind = solve(problem, kkt.weights, theta0=theta).theta, "reoptimized"
         times = np.linspace(0.0, problem.spline.duration, REOPTIMIZED_SAMPLES)
-        change = problem.spline.evaluate(moved, times, 0) - problem.spline.evaluate(theta, times, 0)
+        change = problem.spline.evaluate(motion, times, 0) \
+            - problem.spline.evaluate(theta, times, 0)
         extra["reoptimized_rms"] = [float(np.sqrt(np.mean(change ** 2)))]
+    times = np.linspace(0.0, problem.spline.duration, problem.samples)
+    extra["motions"] = [motion_entry(path, times, problem.spline.evaluate(theta, times, 0)[:, 0],
+                                     problem.spline, motion, kind)]
     return weights_record(kkt_fields(kkt), model=record["model"], joint_names=model.joint_names,
                           sources=[path], fit_rms=None, settings=settings.record(), **extra)
 

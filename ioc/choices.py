@@ -17,3 +17,6 @@ BACKENDS = ("loky", "dask")
 
 ESTIMATORS = ("kkt", "data")
 """Weight estimators of ``ioc.batch``: inverse KKT, or maximum likelihood on the data."""
+
+PAGE_FRAMES = 200
+"""Instants of a motion page (``ioc.view``) at most: data samples beyond are thinned."""

@@ -4,6 +4,7 @@
     cmtm optimize --model M --costs NAME[,NAME...] --weights W[,W...] [--out DIR] [--json]
     cmtm ioc [--model M] --motion FILE|DIR|PATTERN ... --costs NAME[,NAME...] [--pool]
              [--estimator kkt|data] [--jobs N] [--backend loky|dask] [--out DIR] [--json]
+    cmtm view INPUT [--model M] [--out motion.html] [--trial K] [--frames N]
 
 Models: a built-in name (``two_link_planar``, ``chainN`` such as ``chain3``, ``panda``) or
 a URDF path (``--lock joint=value`` fixes joints such as gripper fingers). ``--json``
@@ -30,12 +31,14 @@ from tqdm import tqdm
 import cmtm
 import ioc
 from ioc.choices import (BACKENDS, BOUNDARY_MODES, CONSTRAINT_MODES, ESTIMATORS,
-                         INTEGRATION_RULES)
+                         INTEGRATION_RULES, PAGE_FRAMES)
 from ioc.costs import engine_units, parse_terms, split_names
+from ioc.drawing import motion_title
 from ioc.models import resolve_model
 
-batch, direct, results, weights_io = (ioc.lazy_module(f"ioc.{name}") for name in
-                                      ("batch", "direct", "results", "weights_io"))
+batch, direct, results, view, weights_io = (
+    ioc.lazy_module(f"ioc.{name}") for name in ("batch", "direct", "results", "view",
+                                                "weights_io"))
 """The solver layer, loaded by the first command that uses it: building the parser (every
 command, ``--help``) and ``check-jacobians`` without ``--json`` import none of scipy's
 solvers, nor joblib."""
@@ -152,16 +155,46 @@ def build_problem(args):
 
 
 def write_outputs(args, result, record):
-    """result.json, trajectory.csv, motion.npz and, with matplotlib, the PNG plots."""
+    """result.json, trajectory.csv, motion.npz and, with the plot extra, the PNG plots
+    (matplotlib) and unless --no-view the motion page (plotly)."""
     motion = results.motion_samples(result)
     paths = results.write_result(args.out, record, motion)
-    if find_spec("matplotlib") is None:
-        if not args.quiet:
-            print(f"cmtm {args.command}: notice: matplotlib is not installed (the 'plot' "
-                  f"extra), so no plots", file=sys.stderr)
-        return paths
-    from ioc.plots import plot_motion
-    return paths + plot_motion(args.out, motion)
+    model, problem = result.problem.model, result.problem
+    installed = plot_extra(args, {"matplotlib": "no plots", "plotly": "no motion page"})
+    if "matplotlib" in installed:
+        from ioc.plots import plot_motion
+        title = motion_title(args.model, record["costs"], record["weights"])
+        paths += plot_motion(args.out, motion, model, title)
+    if "plotly" in installed:
+        page = view.optimized_page(model, args.model, problem, result.weights, result.theta)
+        paths.append(view.write_page(args.out / view.PAGE_FILE, page))
+    return paths
+
+
+def plot_extra(args, wanted):
+    """The packages of ``wanted`` {package: what is left out without it} that are installed
+    (plotly only without --no-view), and one notice on stderr naming the others unless
+    --quiet."""
+    if getattr(args, "no_view", False):
+        wanted = {name: what for name, what in wanted.items() if name != "plotly"}
+    missing = [name for name in wanted if find_spec(name) is None]
+    if missing and not args.quiet:
+        print(f"cmtm {args.command}: notice: {' and '.join(missing)} not installed (the "
+              f"'plot' extra), so {' and '.join(wanted[name] for name in missing)}",
+              file=sys.stderr)
+    return [name for name in wanted if name not in missing]
+
+
+def write_pages(args, folder, record):
+    """The motion page of each source of a weights.json ``record`` in ``folder`` (unless
+    --no-view, with plotly): motion.html for one, motion-K.html for the K-th of pooled
+    ones (``cmtm view --trial K``); returns their paths."""
+    if not plot_extra(args, {"plotly": "no motion page"}):
+        return []
+    count = len(record["source"])
+    files = [view.PAGE_FILE] if count == 1 else [f"motion-{k}.html" for k in range(1, count + 1)]
+    return [view.write_page(folder / file, view.weights_page(record, trial))
+            for trial, file in enumerate(files)]
 
 
 def print_written(paths):
@@ -247,6 +280,8 @@ def recover_one(args, paths, settings):
     for notice in () if args.quiet else notices:
         print(f"cmtm ioc: notice: {notice}", file=sys.stderr)
     written = [] if args.out is None else [weights_io.write_weights(args.out, record)]
+    if args.out is not None:
+        written += write_pages(args, args.out, record)
     if args.json:
         print(results.to_json(record))
     else:
@@ -260,6 +295,11 @@ def recover_batch(args, paths, settings):
     outcomes = batch.run_batch(paths, settings, out=args.out, progress=not args.quiet,
                                report=lambda outcome: report_outcome(outcome, args))
     rows = batch.summary_rows(outcomes, settings)
+    for outcome in outcomes if args.out is not None else ():
+        folder = args.out / outcome.name
+        if outcome.record is not None and not (outcome.skipped and
+                                               (folder / view.PAGE_FILE).exists()):
+            write_pages(args, folder, outcome.record)
     if args.json:
         trials = [{"trial": o.name, "status": "ok", **o.record} if o.record else
                   {"trial": o.name, "status": "failed", "source": [o.path], "error": o.error}
@@ -435,7 +475,9 @@ def add_optimize(commands):
                          help="boundary conditions fixed exactly or as penalties (default "
                               "%(default)s)")
     command.add_argument("--out", type=Path, metavar="DIR",
-                         help="write result.json, trajectory.csv, motion.npz and the plots")
+                         help="write result.json, trajectory.csv, motion.npz, the plots and "
+                              "the motion page motion.html")
+    add_no_view(command)
     command.add_argument("--json", action="store_true",
                          help="print the result.json object on stdout instead of a summary")
     command.add_argument("--quiet", action="store_true",
@@ -522,14 +564,61 @@ def add_ioc(commands):
                          help="the Dask scheduler, e.g. tcp://host:8786 (default: a local "
                               "cluster)")
     command.add_argument("--out", type=Path, metavar="DIR",
-                         help="write weights.json (and for a batch DIR/<trial>/weights.json "
-                              "and summary.csv)")
+                         help="write weights.json and the motion page motion.html (and for a "
+                              "batch DIR/<trial>/weights.json, motion.html and summary.csv)")
+    add_no_view(command)
     command.add_argument("--json", action="store_true",
                          help="print the weights.json object (a batch: {trials, summary}) "
                               "on stdout instead of a summary")
     command.add_argument("--quiet", action="store_true",
                          help="no progress or notices on stderr (errors still)")
     command.set_defaults(run=recover, parser=command)
+
+
+def add_no_view(command):
+    """The --no-view option of a command that writes a motion page with --out."""
+    command.add_argument("--no-view", action="store_true",
+                         help="with --out, no motion page (motion.html, see cmtm view)")
+
+
+# --- cmtm view -----------------------------------------------------------------------------
+
+def view_motion(args):
+    """Write the motion page of a result.json, a weights.json or a motion file: one HTML
+    file that plays the stick figure in a browser, with the time curves below."""
+    if find_spec("plotly") is None:
+        raise ValueError("plotly is not installed: the motion page needs the 'plot' extra "
+                         "(pip install 'cmtm[plot]')")
+    path = view.check_page_path(args.out or view.default_page_path(args.input))
+    page = view.input_page(args.input, args.model, dict(args.lock), args.trial - 1,
+                           args.frames, True if args.degrees else None)
+    view.write_page(path, page)
+    print(f"wrote {path}")
+    return 0
+
+
+def add_view(commands):
+    """The ``view`` subcommand."""
+    command = commands.add_parser(
+        "view", help=view_motion.__doc__.splitlines()[0], description=view_motion.__doc__,
+        epilog="The page embeds plotly's JavaScript (compressed): it opens without network "
+               "in a current browser. Exit status: 0 written, 2 bad input (nothing "
+               "written).")
+    command.add_argument("input", type=Path, metavar="INPUT",
+                         help="a cmtm optimize result.json, a cmtm ioc weights.json (or the "
+                              "folder of either), or a motion file (CSV, .mot, .sto)")
+    add_model_arguments(command, required=False,
+                        note="; required for a motion file, default: the recorded one")
+    command.add_argument("--out", type=Path, metavar="FILE",
+                         help="the page (default: motion.html beside a result.json or "
+                              "weights.json, <stem>.html beside a motion file)")
+    command.add_argument("--trial", type=integer_at_least(1), default=1, metavar="K",
+                         help="the K-th source of a pooled weights.json (default 1)")
+    command.add_argument("--frames", type=integer_at_least(2), default=PAGE_FRAMES,
+                         metavar="N", help="instants at most (default %(default)s)")
+    command.add_argument("--degrees", action="store_true",
+                         help="the motion file's angles are in degrees")
+    command.set_defaults(run=view_motion, parser=command)
 
 
 def add_check_jacobians(commands):
@@ -584,6 +673,7 @@ def build_parser():
     add_check_jacobians(commands)
     add_optimize(commands)
     add_ioc(commands)
+    add_view(commands)
     add_precompile(commands)
     for command in commands.choices.values():
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,

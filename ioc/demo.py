@@ -18,9 +18,12 @@ Files in ``--out`` (default ``cmtm-demo``): ``demo.json`` {"table7": [{case, mod
 true, estimated, l1_error, paper_l1_error, solve_seconds, iterations, stationarity,
 status}], "table6": {quantity: {"0": rel_diff, ...}}, "versions", "quick"}; per case a
 folder (case_a, case_b, case_c, panda) holding ``cmtm optimize``'s result.json,
-trajectory.csv and motion.npz (inputs of ``cmtm ioc``) and, with matplotlib, its
-joint_angles.png and joint_torques.png; fig7_3dof.png and fig9_panda.png like the paper's
-Fig. 7 and 9. Exit status 0 when every check passes, 1 otherwise (one line says which).
+trajectory.csv and motion.npz (inputs of ``cmtm ioc``) and, with the plot extra, its curves
+(joint_angles.png, joint_velocities.png, joint_jerks.png, joint_torques.png,
+joint_torque_rates.png) and with plotly its motion page motion.html (``cmtm view``);
+fig7_3dof.png and fig9_panda.png (time curves) and fig6_3dof.png and fig8_panda.png
+(snapshot strips) like the paper's Fig. 7, 9, 6 and 8. Exit status 0 when every check
+passes, 1 otherwise (one line says which).
 """
 import itertools
 import sys
@@ -35,9 +38,11 @@ import cmtm
 import ioc
 from ioc.cli import (DEFAULT_TOLERANCE, PAPER_GOAL, PAPER_START, check_out_folder,
                      jacobian_discrepancies)
+from ioc.drawing import motion_title
 from ioc.models import resolve_model
 
 results = ioc.lazy_module("ioc.results")    # loaded when the demo runs, not by the parser
+view = ioc.lazy_module("ioc.view")
 
 PAPER = dict(duration=2.0, samples=200, degree=5, control_points=50, start=PAPER_START,
              goal=PAPER_GOAL, rest_order=1, limits=(-np.pi, np.pi))
@@ -74,7 +79,10 @@ FULL = Plan(CASES, (0, 1, 2), 10)
 QUICK = Plan(CASES[:3], (0, 1), 1)
 TABLE6_MODEL, TABLE6_SEED = "panda", 0
 FIGURES = (("fig7_3dof.png", ("case_a", "case_b", "case_c")), ("fig9_panda.png", ("panda",)))
-"""Summary figures (file, cases in its rows), written when all their cases ran."""
+"""Time-curve figures (file, cases in its rows), written when all their cases ran."""
+SNAPSHOT_FIGURES = (("fig6_3dof.png", ("case_a", "case_b", "case_c")),
+                    ("fig8_panda.png", ("panda",)))
+"""Snapshot strips (file, cases in its rows) like the paper's Fig. 6 and 8."""
 
 
 def demo(args):
@@ -139,15 +147,15 @@ def run_cases(cases, out, plots, step):
     table7, motions = [], {}
     for case in cases:
         step(f"{case.name}: optimizing the motion, recovering the weights")
-        entry, motion = run_case(case, out, plots)
+        entry, motion, result = run_case(case, out, plots)
         table7.append(entry)
-        motions[case.name] = case, motion
+        motions[case.name] = case, motion, result
     return table7, motions
 
 
 def run_case(case, out, plots):
     """Optimize ``case``, recover its weights and write its folder; returns (Table 7 entry,
-    ioc.results.MotionSamples)."""
+    ioc.results.MotionSamples, ioc.direct.DirectResult)."""
     problem = ioc.MotionProblem(resolve_model(case.model), case.costs, **PAPER)
     result = ioc.solve(problem, case.weights)
     estimated = ioc.recover_weights(problem, result.theta).weights
@@ -156,26 +164,45 @@ def run_case(case, out, plots):
     folder = out / case.name
     results.write_result(folder, results.result_record(result, case.model, {}), motion)
     if plots:
-        plots.plot_motion(folder, motion)
+        plots.plot_motion(folder, motion, problem.model,
+                          motion_title(case.model, case.costs, case.weights))
+        if find_spec("plotly") is not None:
+            view.write_page(folder / view.PAGE_FILE, view.optimized_page(
+                problem.model, case.model, problem, result.weights, result.theta))
     entry = {"case": case.name, "model": case.model, "costs": list(case.costs),
              "true": true.tolist(), "estimated": estimated.tolist(),
              "l1_error": float(np.sum(np.abs(estimated - true))),
              "paper_l1_error": case.paper_l1_error, "solve_seconds": result.solve_seconds,
              "iterations": result.iterations, "stationarity": result.stationarity_rel,
              "status": result.status}
-    return entry, motion
+    return entry, motion, result
 
 
 def write_figures(plots, out, motions):
-    """The summary figures of FIGURES whose cases all ran (``motions``: case name ->
-    (DemoCase, MotionSamples))."""
+    """The summary figures of FIGURES and SNAPSHOT_FIGURES whose cases all ran
+    (``motions``: case name -> (DemoCase, MotionSamples, DirectResult))."""
     for name, cases in FIGURES:
         if all(case in motions for case in cases):
             rows = [motions[case] for case in cases]
-            plots.plot_grid(out / name, [motion for _, motion in rows],
-                            [f"{case.name}: " + ", ".join(name.removeprefix("joint_")
-                                                          for name in case.costs)
-                             for case, _ in rows])
+            model = rows[0][2].problem.model
+            plots.plot_grid(out / name, [motion for _, motion, _ in rows], model,
+                            [case_title(case) for case, _, _ in rows],
+                            f"{rows[0][0].model}: joint angles and torques")
+    for name, cases in SNAPSHOT_FIGURES:
+        if all(case in motions for case in cases):
+            rows = []
+            for case, _, result in (motions[case] for case in cases):
+                times = plots.snapshot_times(result.problem.spline.duration)
+                rows.append((case_title(case), result.problem.model, times,
+                             result.sample(times, 0)[:, 0]))
+            plots.plot_snapshots(out / name, rows, f"{motions[cases[0]][0].model}: "
+                                                   f"snapshots of the optimized motion")
+
+
+def case_title(case):
+    """A row's title: the case and its weighted costs."""
+    return f"{case.name}: " + ", ".join(f"{name.removeprefix('joint_')} {weight:g}"
+                                        for name, weight in zip(case.costs, case.weights))
 
 
 # --- Table 6 -------------------------------------------------------------------------------

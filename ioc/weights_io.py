@@ -46,6 +46,17 @@ reoptimized_rms     [float]                          with --reoptimize, per sour
                                                      uniform times)
 true_weights        {name: float}                    a result.json's weights, normalised
 l1_error            float                            sum |weights - true_weights|
+motions             [{source, times, q, motion}]     per source, for ``cmtm view``: the
+                                                     samples the estimate saw (times (N_d,)
+                                                     s from 0; q (N_d, nv); a result.json:
+                                                     its motion at its N uniform times) and
+                                                     the motion drawn against them, a
+                                                     clamped B-spline {kind, degree, knots,
+                                                     control_points (n_c, nv)}; kind optimal
+                                                     (data: the optimum for the weights) |
+                                                     reoptimized (--reoptimize) | fit (kkt
+                                                     on measured data: the smoothing fit) |
+                                                     recorded (a result.json's own motion)
 settings            {option: value}                  the options of the run (null: not given)
 versions            {cmtm, numpy, scipy, numba}      installed versions
 ==================  ===============================  ========================================
@@ -109,6 +120,21 @@ def data_fields(est, raw_costs, stationarity, bootstrap=None):
                        "iterations": est.iterations}}
 
 
+MOTION_KINDS = ("optimal", "reoptimized", "fit", "recorded")
+
+
+def motion_entry(source, times, q, spline, theta, kind):
+    """One entry of the ``motions`` key: the data samples ``times`` (N_d,) s and ``q``
+    (N_d, nv), and the motion of ``kind`` (MOTION_KINDS) drawn against them, control points
+    ``theta`` (an ioc.bspline.DD or an (n_c, nv) array, stored rounded to float64) of the
+    clamped B-spline space ``spline``."""
+    theta = theta.value() if hasattr(theta, "value") else np.asarray(theta, dtype=float)
+    return {"source": str(source), "times": np.asarray(times, dtype=float).tolist(),
+            "q": np.asarray(q, dtype=float).tolist(),
+            "motion": {"kind": kind, "degree": spline.degree, "knots": spline.knots.tolist(),
+                       "control_points": theta.tolist()}}
+
+
 def _intervals(names, std, ci95):
     return {"std": named(names, std), "ci95": {n: [float(lo), float(hi)]
                                                for n, (lo, hi) in zip(names, ci95)}}
@@ -116,7 +142,8 @@ def _intervals(names, std, ci95):
 
 def weights_record(fields, *, model, joint_names, sources, fit_rms, settings, **extra):
     """The weights.json object: the estimator's ``fields`` (kkt_fields, data_fields),
-    the inputs, ``extra`` keys (reoptimized_rms, true_weights, l1_error) and versions."""
+    the inputs, ``extra`` keys (reoptimized_rms, true_weights, l1_error, motions) and
+    versions."""
     return {"schema": SCHEMA, **fields, "model": model, "joint_names": list(joint_names),
             "source": [str(source) for source in sources], "fit_rms": fit_rms, **extra,
             "settings": settings, "versions": versions()}

@@ -443,6 +443,9 @@ BAD_INPUTS = [
      command("ioc", "--model", "chain3", "--motion", "walk.csv", "--costs", "joint_jerk",
              "--noise", "-1"),
      C, r"^cmtm ioc: error: argument --noise: expected a finite number > 0, got '-1'$"),
+    ("cmtm view", "--frames 1",
+     command("view", "result.json", "--frames", "1"),
+     C, r"^cmtm view: error: argument --frames: expected an integer >= 2, got '1'$"),
     ("cmtm demo", "an option demo does not have",
      command("demo", "--order", "2"),
      C, r"^cmtm demo: error: unrecognized arguments: --order 2$"),
@@ -460,6 +463,7 @@ ELSEWHERE = {
     "cmtm optimize": "test_cli_optimize.py (costs, weights, limits, boundary values)",
     "cmtm ioc": "test_cli_ioc.py, test_batch.py (motions, options against a result.json)",
     "cmtm demo": "test_demo.py (--out naming a file)",
+    "cmtm view": "test_view.py (inputs, joints against the model, --out, --trial)",
 }
 """Where the other bad inputs of an entry point are tested."""
 

@@ -153,7 +153,8 @@ def test_pooled_trials_give_one_estimate_with_narrower_intervals(folder, paralle
     out = tmp_path / "out"
     code, _, _ = run(ioc_argv(str(folder / SUBSET), extra=[*NOISE, "--pool", "--out",
                                                            str(out)]))
-    assert code == 0 and sorted(p.name for p in out.iterdir()) == ["weights.json"]
+    pages = [f"motion-{k}.html" for k in range(1, 5)]          # one motion page per trial
+    assert code == 0 and sorted(p.name for p in out.iterdir()) == pages + ["weights.json"]
     pooled = json.loads((out / "weights.json").read_text())
     assert pooled["source"] == [str(folder / f"{t}.csv") for t in TRIALS[:4]]
     assert len(pooled["fit_rms"]) == 4

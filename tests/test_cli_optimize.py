@@ -20,7 +20,8 @@ from ioc.results import load_result
 SMALL = ["--model", "chain3", "--samples", "40", "--control-points", "12",
          "--costs", "joint_velocity,joint_jerk,joint_torque", "--weights", "1,1,0.01"]
 DATA_FILES = ("result.json", "trajectory.csv", "motion.npz")
-PLOT_FILES = ("joint_angles.png", "joint_torques.png")
+PLOT_FILES = ("joint_angles.png", "joint_velocities.png", "joint_jerks.png", "joint_torques.png",
+              "joint_torque_rates.png", "motion.html")
 
 
 def run(argv):
@@ -47,8 +48,9 @@ def solved(tmp_path_factory):
 def test_optimize_writes_data_files_and_plots_and_nothing_else(solved):
     assert solved.code == 0 and solved.record["status"] == "converged"
     assert sorted(p.name for p in solved.out.iterdir()) == sorted(DATA_FILES + PLOT_FILES)
-    for name in PLOT_FILES:
+    for name in PLOT_FILES[:-1]:
         assert (solved.out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (solved.out / "motion.html").read_text().startswith("<!DOCTYPE html>")
 
 
 def test_result_json_keys_and_types(solved):
@@ -143,8 +145,13 @@ def test_without_matplotlib_plots_are_skipped_with_one_notice(tmp_path, capsys, 
     monkeypatch.setattr(cli, "find_spec", lambda name: None)
     assert main(["optimize", *SMALL, "--out", str(tmp_path)]) == 0
     notices = [line for line in capsys.readouterr().err.splitlines() if "notice" in line]
-    assert len(notices) == 1 and "matplotlib" in notices[0]
+    assert len(notices) == 1 and "matplotlib and plotly not installed" in notices[0]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(DATA_FILES)
+
+
+def test_no_view_writes_the_plots_but_no_page(tmp_path):
+    assert main(["optimize", *SMALL, "--out", str(tmp_path), "--no-view", "--quiet"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(DATA_FILES + PLOT_FILES[:-1])
 
 
 def test_costs_split_at_commas_outside_link_subsets():

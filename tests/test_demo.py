@@ -4,6 +4,7 @@ import io
 import json
 import re
 from contextlib import redirect_stderr, redirect_stdout
+from importlib.util import find_spec
 from types import SimpleNamespace
 
 import numpy as np
@@ -112,10 +113,14 @@ def test_case_folders_hold_results_the_inverse_problem_reads(quick):
 def test_figures_are_written(quick):
     pytest.importorskip("matplotlib")
     pictures = [quick.out / case / name for case in QUICK_CASES
-                for name in ("joint_angles.png", "joint_torques.png")]
-    for path in pictures + [quick.out / "fig7_3dof.png"]:
+                for name in ("joint_angles.png", "joint_velocities.png", "joint_jerks.png",
+                             "joint_torques.png", "joint_torque_rates.png")]
+    for path in pictures + [quick.out / "fig7_3dof.png", quick.out / "fig6_3dof.png"]:
         assert path.read_bytes()[:8] == PNG
     assert not (quick.out / "fig9_panda.png").exists()
+    assert not (quick.out / "fig8_panda.png").exists()
+    if find_spec("plotly"):
+        assert all((quick.out / case / "motion.html").is_file() for case in QUICK_CASES)
 
 
 def test_json_prints_demo_json_alone_on_stdout(tiny_plan, tmp_path):
