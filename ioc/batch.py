@@ -210,25 +210,27 @@ def run_trial(path, settings):
     path = Path(path)
     if is_result(path):
         return _from_result(path, settings), ()
-    model, trials, notices = _read_trials([path], settings)
-    return _estimate(model, trials, settings), notices
+    model, lock, trials, notices = _read_trials([path], settings)
+    return _estimate(model, lock, trials, settings), notices
 
 
 def run_pooled(paths, settings):
     """(weights.json record, notices) of measured motions that share the weights."""
-    model, trials, notices = _read_trials([Path(path) for path in paths], settings)
-    return _estimate(model, trials, settings), notices
+    model, lock, trials, notices = _read_trials([Path(path) for path in paths], settings)
+    return _estimate(model, lock, trials, settings), notices
 
 
 def _read_trials(paths, settings):
-    """(model, ioc.estimate.Trials, notices) of data files that share one model: each read
+    """(model, its locked joints {name: position}, ioc.estimate.Trials, notices) of data
+    files that share one model: each read
     (columns through --map, a DeepMimic clip through ioc.data.clip_trial) and cut to
     --window; where the data move a subset of the model's joints, the model has the others
     locked (ioc.data.joint_locks: at their mean over the samples of all the files, at 0
     without data, --lock's as given)."""
     mapping = None if settings.map is None else read_map(settings.map)
     if mapping is None and not any(_is_clip(path) for path in paths):
-        model = resolve_model(settings.model, settings.lock)
+        locks = dict(settings.lock)
+        model = resolve_model(settings.model, locks)
         degrees = True if settings.degrees else None
         datas = [_windowed(read_motion(path, model.joint_names, degrees), settings)
                  for path in paths]
@@ -245,7 +247,7 @@ def _read_trials(paths, settings):
                             noise=settings.noise_radians, **settings.problem_options())
               for data in datas]
     notices = tuple(f"{data.source}: {notice}" for data in datas for notice in data.notices)
-    return model, trials, notices + extra
+    return model, locks, trials, notices + extra
 
 
 def _is_clip(path):
@@ -280,12 +282,15 @@ def _fewest_samples(settings):
         inspect.signature(prepare_trial).parameters["control_points"].default
 
 
-def _estimate(model, trials, settings):
-    """weights.json record of measured trials, by the data estimator or inverse KKT."""
+def _estimate(model, lock, trials, settings):
+    """weights.json record of measured trials, by the data estimator or inverse KKT;
+    ``model_lock`` records every joint locked to build ``model`` from --model (--lock's
+    and those the data do not move), so that the record rebuilds it."""
     estimator = _kkt_on_fit if settings.estimator == "kkt" else _maximum_likelihood
     fields, extra = estimator(trials, settings)
     return weights_record(fields, model=settings.model, joint_names=model.joint_names,
                           sources=[t.name for t in trials], settings=settings.record(),
+                          model_lock=lock,
                           fit_rms=[named(model.joint_names, t.fit.fit_rms) for t in trials],
                           **extra)
 

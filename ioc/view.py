@@ -119,7 +119,8 @@ def weights_page(record, trial=0, frames=FRAMES):
     if not 0 <= trial < len(motions):
         raise ValueError(f"--trial: expected 1..{len(motions)}, got {trial + 1}")
     entry = motions[trial]
-    model = resolve_model(record["model"], (record.get("settings") or {}).get("lock") or {})
+    lock = record.get("model_lock", (record.get("settings") or {}).get("lock")) or {}
+    model = resolve_model(record["model"], lock)
     if list(model.joint_names) != record["joint_names"]:
         raise ValueError(f"weights.json: expected the joints {record['joint_names']} of "
                          f"{record['model']!r}, the model has {list(model.joint_names)}")

@@ -36,6 +36,9 @@ solver              {method, [status, iterations]}   kkt: svd | nnls; data:
                                                      maximum_likelihood, its status and
                                                      iterations (ioc.estimate)
 model, joint_names  str, [str]                       the --model spec, the model's joints
+model_lock          {joint: float}                   measured data: every joint locked to
+                                                     build the model from --model (--lock's,
+                                                     and those the data do not move)
 source              [str]                            the motion file(s): one, or every
                                                      pooled one
 fit_rms             [{joint: float}] | null          per source, RMS of smoothing fit - data;
