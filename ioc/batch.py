@@ -27,12 +27,12 @@ import numpy as np
 from tqdm import tqdm
 
 import cmtm
-from ioc.data import CSV_SUFFIXES, STORAGE_SUFFIXES, read_motion
+from ioc.data import CSV_SUFFIXES, STORAGE_SUFFIXES, motion_columns, read_motion
 from ioc.direct import solve
 from ioc.estimate import (bootstrap_weights, estimate_weights, kkt_stationarity,
                           prepare_trial, residual)
 from ioc.inverse_kkt import recover_weights
-from ioc.models import resolve_model
+from ioc.models import model_lock, resolve_model
 from ioc.problem import MotionProblem, _limits
 from ioc.results import RESULT_FILE, load_result
 from ioc.weights_io import (SUMMARY_FILE, WEIGHTS_FILE, data_fields, kkt_fields, named,
@@ -49,7 +49,9 @@ class Settings:
     """The options of ``cmtm ioc``; None: not given (the default of
     ioc.estimate.prepare_trial, or what a result.json records).
 
-    costs : cost names; lock : (joint, position) pairs; limits : "model" |
+    costs : cost names; lock : (joint, position) pairs; floating_base, gravity (3 numbers),
+    joints (names kept movable, the others fixed at their mean over the data unless
+    locked): the model options; limits : "model" |
     "none" | (lo, hi); noise : sigma in the unit of the angles (deg with ``degrees``);
     bootstrap : number of bootstrap samples (0: none). The run options (pool, jobs,
     backend, scheduler) do not change a trial's weights.
@@ -57,6 +59,9 @@ class Settings:
     costs: tuple
     model: object = None
     lock: tuple = ()
+    floating_base: object = None
+    gravity: object = None
+    joints: object = None
     estimator: object = None
     integration: object = None
     samples: object = None
@@ -80,7 +85,9 @@ class Settings:
         """The settings as a JSON object."""
         out = asdict(self)
         out.update(costs=list(self.costs), lock=dict(self.lock),
-                   limits=list(self.limits) if isinstance(self.limits, tuple) else self.limits)
+                   limits=list(self.limits) if isinstance(self.limits, tuple) else self.limits,
+                   gravity=None if self.gravity is None else list(self.gravity),
+                   joints=None if self.joints is None else list(self.joints))
         return out
 
     def estimation(self):
@@ -179,9 +186,15 @@ def check_inputs(paths, settings):
         dask_client()
     if settings.model is None and len(results) < len(paths):
         raise ValueError("--model: required for measured motions (CSV, .mot, .sto), got none")
+    if results and settings.joints is not None:
+        raise ValueError(f"--joints: applies to measured motions, got the cmtm optimize "
+                         f"result {results[0]} (its model_lock holds its fixed joints)")
     if settings.model is None:
         return None
-    model = resolve_model(settings.model, settings.lock)
+    full = _full_model(settings)
+    within_limits = {name: float(np.clip(0.0, lower, upper)) for name, lower, upper
+                     in zip(full.joint_names, full.q_lower, full.q_upper)}
+    model = _subset_model(settings, within_limits)
     problem = MotionProblem(model, settings.costs, **settings.problem_options(), limits="none")
     _limits(model, settings.limits or "model")
     return problem.terms
@@ -194,25 +207,57 @@ def run_trial(path, settings):
     path = Path(path)
     if is_result(path):
         return _from_result(path, settings), ()
-    model = resolve_model(settings.model, settings.lock)
-    trial, notices = _read_trial(path, model, settings)
-    return _estimate(model, [trial], settings), notices
+    return run_pooled([path], settings)
 
 
 def run_pooled(paths, settings):
     """(weights.json record, notices) of measured motions that share the weights."""
-    model = resolve_model(settings.model, settings.lock)
-    read = [_read_trial(Path(path), model, settings) for path in paths]
+    model, motions = _model_and_data([Path(path) for path in paths], settings)
+    read = [_read_trial(data, model, settings) for data in motions]
     trials = [trial for trial, _ in read]
     return _estimate(model, trials, settings), tuple(n for _, notes in read for n in notes)
 
 
-def _read_trial(path, model, settings):
-    """(ioc.estimate.Trial, notices) of a data file."""
-    data = read_motion(path, model.joint_names, degrees=True if settings.degrees else None)
+def _full_model(settings):
+    """The model of --model, --lock, --floating-base and --gravity (before --joints)."""
+    return resolve_model(settings.model, settings.lock, settings.floating_base,
+                         settings.gravity)
+
+
+def _subset_model(settings, positions):
+    """The model of the settings with, for --joints, the other joints fixed at
+    ``positions`` {name: value} unless --lock gives them (ioc.models.model_lock)."""
+    lock = model_lock(settings.model, settings.lock, settings.floating_base, settings.joints,
+                      positions)
+    return resolve_model(settings.model, lock, settings.floating_base, settings.gravity)
+
+
+def _model_and_data(paths, settings):
+    """(model, [MotionData]) of data files that share a model: the model of the settings;
+    with --joints the joints it leaves out fixed at their mean over these files (at 0 when
+    a file lacks their column, as ``cmtm optimize --joints`` writes them) unless --lock
+    gives them, and the files' columns of the model's joints."""
+    full = _full_model(settings)
+    names = full.joint_names
+    if settings.joints is not None:
+        present = set.intersection(*(set(motion_columns(path)) for path in paths))
+        names = tuple(n for n in names if n in settings.joints or n in present)
+    motions = [read_motion(path, names, degrees=True if settings.degrees else None)
+               for path in paths]
+    if settings.joints is None:
+        return full, motions
+    means = np.mean(np.concatenate([data.q for data in motions]), axis=0)
+    model = _subset_model(settings, dict(zip(names, means)))
+    columns = [names.index(name) for name in model.joint_names]
+    return model, [data._replace(q=data.q[:, columns], joint_names=model.joint_names)
+                   for data in motions]
+
+
+def _read_trial(data, model, settings):
+    """(ioc.estimate.Trial, notices) of a data file's MotionData."""
     trial = prepare_trial(model, settings.costs, data, limits=settings.limits or "model",
                           noise=settings.noise_radians, **settings.problem_options())
-    return trial, tuple(f"{path}: {notice}" for notice in data.notices)
+    return trial, tuple(f"{data.source}: {notice}" for notice in data.notices)
 
 
 def _estimate(model, trials, settings):
@@ -222,6 +267,7 @@ def _estimate(model, trials, settings):
     return weights_record(fields, model=settings.model, joint_names=model.joint_names,
                           sources=[t.name for t in trials], settings=settings.record(),
                           fit_rms=[named(model.joint_names, t.fit.fit_rms) for t in trials],
+                          floating_base=settings.floating_base, gravity=model.gravity,
                           **extra)
 
 
@@ -264,12 +310,16 @@ def _from_result(path, settings):
         change = problem.spline.evaluate(moved, times, 0) - problem.spline.evaluate(theta, times, 0)
         extra["reoptimized_rms"] = [float(np.sqrt(np.mean(change ** 2)))]
     return weights_record(kkt_fields(kkt), model=record["model"], joint_names=model.joint_names,
-                          sources=[path], fit_rms=None, settings=settings.record(), **extra)
+                          sources=[path], fit_rms=None, settings=settings.record(),
+                          floating_base=record.get("floating_base"), gravity=model.gravity,
+                          **extra)
 
 
 def _check_recorded(path, settings, model, problem, record):
     """ValueError if a given option differs from what the result.json records."""
     recorded = {"model": record["model"], "lock": record["model_lock"],
+                "floating_base": record.get("floating_base"),
+                "gravity": model.gravity.tolist(),
                 "costs": record["costs"], "integration": problem.quadrature.rule,
                 "samples": problem.samples, "degree": problem.spline.degree,
                 "control_points": problem.spline.n_control, "rest_order": problem.rest_order}
