@@ -96,6 +96,10 @@ def floating_base_joints(model):
     >>> floating_base_joints(compile_tree(serial_chain(2, floating_base="xyz_zyx")))
     (0, 1, 2, 3, 4, 5)
     """
+    from .compile import CompiledTree   # compile imports this module
+    if not isinstance(model, CompiledTree):
+        raise ModelError(f"model: expected a CompiledTree (compile_tree), got "
+                         f"{type(model).__name__}")
     world = "_world"
     root = model.base_name[:-len(world)] if model.base_name.endswith(world) else None
     if root is None or root not in model.link_names:
