@@ -31,15 +31,15 @@ and one Gauss-Newton evaluation of a MotionProblem with that term alone (quintic
 --samples nodes, 20 control points: values, gradients and the banded Gauss-Newton matrix),
 each as a ratio to link_velocity's.
 
-Each time is the best of at least R calls and TIMED_SECONDS of calls after WARM_UP_CALLS
-untimed ones (``timing.best_seconds``), on one machine that other jobs may share: compare
+Each time is the best of at least R calls and TIMED_SECONDS (0.1 s) of calls after
+WARM_UP_CALLS (3) untimed ones (``timing.best_seconds``, the settings of
+bench_jacobians.py), on one machine that other jobs may share: compare
 the ratios, which are measured side by side in one run.
 
 Usage: python bench/bench_points.py [--quick] [--samples N] [--repeats R] [--no-jax]
 --quick: 50 samples, no floating human, one timed call per side (~1 minute with JAX).
 """
 import argparse
-import contextlib
 import datetime
 import os
 import sys
@@ -55,13 +55,13 @@ sys.path.insert(0, str(ROOT))      # this checkout first; bench/ is on the path 
 import cmtm  # noqa: E402
 import ioc  # noqa: E402
 import kinematic_trees as kt  # noqa: E402
+from bench_jacobians import (TIMED_SECONDS, WARM_UP_CALLS, one_numba_thread,  # noqa: E402
+                             relative_error)
 from ioc.costs import parse_terms, stack_orders, term_values  # noqa: E402
 from timing import best_seconds  # noqa: E402
 
 ORDER = 2
 """p', p'', p''': the point_jerk term's Jacobian is row 2 of the order-2 point Jacobian."""
-WARM_UP_CALLS = 3
-TIMED_SECONDS = 0.1
 HAND = ("right_hand", (0.0, -0.15, 0.0))
 TERMS = ("link_velocity[right_hand]", "point_jerk[right_hand@0,-0.15,0]",
          "link_jerk[right_hand]")
@@ -79,25 +79,10 @@ def models(quick):
     return cases
 
 
-@contextlib.contextmanager
-def one_numba_thread():
-    """cmtm's kernels on one thread inside the block (Numba's count restored after)."""
-    before = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(before)
-
-
 def per_sample(call, n, repeats):
     """(best seconds per sample of ``call()`` on n samples, its result)."""
     seconds, result = best_seconds(call, repeats, WARM_UP_CALLS, TIMED_SECONDS)
     return seconds / n, result
-
-
-def relative_error(actual, desired):
-    return float(np.max(np.abs(np.asarray(actual) - desired)) / np.max(np.abs(desired)))
 
 
 def jacobian_row(name, model, point, args, rng):

@@ -138,23 +138,21 @@ def parse_term(spec, model):
     if kind == "point":
         return CostTerm(name, kind, r, points=_points(model, subset, spec))
     if kind == "link":
-        links = tuple(range(model.nv)) if subset is None else _link_indices(model, subset, spec)
+        links = tuple(range(model.nv)) if subset is None else \
+            _subset(subset, model.link_names, "link", spec)
         return CostTerm(name, kind, r, links=links)
     return CostTerm(name, kind, r, joints=_joint_indices(model, base, subset, spec))
 
 
-def _names(text):
-    """The names of a comma-separated subset."""
-    return [name.strip() for name in text.split(",") if name.strip()]
-
-
-def _link_indices(model, text, spec):
-    names = _names(text)
-    unknown = [name for name in names if name not in model.link_names]
-    if not names or unknown:
-        raise ValueError(f"cost {spec!r}: expected link names of the model "
-                         f"({', '.join(model.link_names)}), got {', '.join(unknown) or 'none'}")
-    return tuple(sorted({model.link_names.index(name) for name in names}))
+def _subset(text, names, what, spec):
+    """Sorted indices in ``names`` (the model's link or joint names) of the comma-separated
+    names of ``text``; ValueError for none or for a name not in ``names``."""
+    given = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in given if name not in names]
+    if not given or unknown:
+        raise ValueError(f"cost {spec!r}: expected {what} names of the model "
+                         f"({', '.join(names)}), got {', '.join(unknown) or 'none'}")
+    return tuple(sorted({names.index(name) for name in given}))
 
 
 def _joint_indices(model, base, text, spec):
@@ -174,12 +172,7 @@ def _joint_indices(model, base, text, spec):
     if text is None:
         real = base.startswith("joint_torque")
         return tuple(j for j in range(model.nv) if not (real and j in virtual))
-    names = _names(text)
-    unknown = [name for name in names if name not in model.joint_names]
-    if not names or unknown:
-        raise ValueError(f"cost {spec!r}: expected joint names of the model "
-                         f"({', '.join(model.joint_names)}), got {', '.join(unknown) or 'none'}")
-    return tuple(sorted({model.joint_names.index(name) for name in names}))
+    return _subset(text, model.joint_names, "joint", spec)
 
 
 def _points(model, text, spec):
