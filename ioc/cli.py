@@ -32,8 +32,8 @@ from tqdm import tqdm
 
 import cmtm
 import ioc
-from ioc.choices import BACKENDS, CONSTRAINT_MODES, ESTIMATORS, INTEGRATION_RULES
 import kinematic_trees as kt
+from ioc.choices import BACKENDS, CONSTRAINT_MODES, ESTIMATORS, INTEGRATION_RULES
 from ioc.costs import engine_units, parse_terms, split_names
 from ioc.models import model_lock, resolve_model
 
