@@ -8,7 +8,8 @@ One run, side by side on the same problems (ioc.direct.solve, default SolverOpti
   [-pi, pi], equal weights);
 * the Panda (``kt.panda()``), case (b)'s terms, weights (1, 1, 1, 0.01), PAPER settings;
 * the 36-joint human of example-robot-data (``human.urdf`` through
-  ``kinematic_trees.load_urdf``, fixed base, default gravity), case (b)'s terms, weights
+  ``kinematic_trees.load_urdf``, fixed base, its y-up gravity (0, -9.81, 0)), case (b)'s
+  terms, weights
   (1, 1, 1, 0.01), the model's joint limits, PAPER's spline and samples; the task moves
   every joint from 30 % to 70 % of its range (start = lower + 0.3 (upper - lower), goal =
   lower + 0.7 (upper - lower)), so every start and goal lies inside the limits.
@@ -124,7 +125,7 @@ BATCH = dict(costs=CASES["c"], weights=(0.5, 0.1, 0.2, 0.15, 0.05), samples=60,
 def human_model():
     """example-robot-data's human.urdf, located through the distribution's metadata."""
     path = Path(importlib.metadata.distribution("example-robot-data").locate_file(HUMAN_URDF))
-    return kt.compile_tree(kt.load_urdf(path))
+    return kt.compile_tree(kt.load_urdf(path, gravity=kt.Y_UP_GRAVITY))
 
 
 def direct_cases(skip_human):

@@ -6,7 +6,8 @@ engine: a classical body-frame recursive Newton-Euler algorithm (RNEA) written i
 
 1. Taylor mode (``jax.experimental.jet``) along the trajectory polynomial
    q(t) = sum_r q^(r) t^r / r!, which gives the raw time-derivative stacks
-   tau, tau', ..., tau^(k) (and v_L, ..., v_L^(k)) at t = 0;
+   tau, tau', ..., tau^(k) (and v_L, ..., v_L^(k), and the world velocities p', ...,
+   p^(k+1) of points fixed to links, from their forward kinematics) at t = 0;
 2. forward-mode differentiation (``jax.jacfwd``) of that stack with respect to the raw
    input stack q, q', ..., q^(K_in - 1);
 3. ``jax.vmap`` over samples and ``jax.jit``.
@@ -180,6 +181,32 @@ def link_velocities(tree, q, qd):
     return jnp.stack(forward_pass(tree, q, qd, zero, np.zeros(6))[1])
 
 
+def link_poses(tree, q):
+    """World poses [(R_i (3,3), o_i (3,))] of the link frames at q (nv,): forward
+    kinematics, A_i = A_parent A_0,i E_i(q_i) with R = R_0 (E + sin q K + (1 - cos q) K^2),
+    K = [a x] (revolute), or o = o_0 + R_0 a q (prismatic)."""
+    poses = []
+    for i in range(tree.nv):
+        R0, p0, a = tree.placement_R[i], tree.placement_p[i], tree.axis[i]
+        if tree.joint_type[i] == JOINT_REVOLUTE:
+            K = _skew(a)
+            R, p = R0 + jnp.sin(q[i]) * (R0 @ K) + (1.0 - jnp.cos(q[i])) * (R0 @ K @ K), p0
+        else:
+            R, p = R0, p0 + q[i] * (R0 @ a)
+        parent = tree.parent[i]
+        poses.append((R, p) if parent < 0 else
+                     (poses[parent][0] @ R, poses[parent][0] @ p + poses[parent][1]))
+    return poses
+
+
+def point_positions(tree, q, points):
+    """World positions o_L + R_L r of points (link index, r (3,) in the link frame),
+    flattened (3 n_points,)."""
+    poses = link_poses(tree, q)
+    return jnp.concatenate([poses[i][0] @ np.asarray(r, dtype=np.float64) + poses[i][1]
+                            for i, r in points])
+
+
 # --- Taylor mode: raw time-derivative stacks ---
 
 def _time_derivatives(fun, inputs, q_stack, order):
@@ -204,6 +231,13 @@ def velocity_stack(tree, q_stack, order):
     """v_L, v_L', ..., v_L^(k) flattened link-major: (k+1, 6 nv), from q_stack (>= k+2, nv)."""
     return _time_derivatives(lambda q, qd: link_velocities(tree, q, qd).reshape(-1), (0, 1),
                              q_stack, order)
+
+
+def point_stack(tree, q_stack, points, order):
+    """p', p'', ..., p^(k+1) of the points flattened: (k+1, 3 n_points), from q_stack
+    (>= k+2, nv): the derivatives 1..k+1 of the Taylor-mode position series."""
+    return _time_derivatives(lambda q: point_positions(tree, q, points), (0,), q_stack,
+                             order + 1)[1:]
 
 
 # --- Jacobians of the stacks with respect to the raw input stack ---
@@ -248,3 +282,14 @@ def _stack_and_offset(quantity):
 def input_orders(quantity, order):
     """K_in: the number of raw input orders the Jacobian of ``quantity`` takes."""
     return order + _stack_and_offset(quantity)[1]
+
+
+def point_jacobian_function(model, points, order, jit=True):
+    """Vmapped Jacobian of the order-k point velocity stack (:func:`point_stack`) with
+    respect to the raw input stack q, ..., q^(k+1): f(q_stack (n_samples, k+2, nv)) ->
+    J (n_samples, k+1, 3 n_points, k+2, nv), the layout of ``cmtm.point_jacobian``.
+    points : [(link index, (x, y, z))] in the links' frames. Jitted unless ``jit`` is
+    False (as :func:`jacobian_function`)."""
+    tree = StaticTree(model)
+    fun = jax.vmap(jax.jacfwd(lambda x: point_stack(tree, x, points, order)))
+    return jax.jit(fun) if jit else fun

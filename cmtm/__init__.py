@@ -4,11 +4,12 @@ from cmtm import reference
 from cmtm.api import (MAX_ORDER, Motion, flatten_jacobian, inverse_dynamics, jacobian,
                       jacobian_chunks, jacobian_input_orders, jacobians, jacobians_nbytes,
                       link_poses, link_transform_derivatives, mass_matrix, memory_budget,
-                      motion)
+                      motion, point_jacobian, point_motion)
 from cmtm.compile_cache import precompile
 from cmtm.structured_jacobians import QUANTITIES
 
 __all__ = ["MAX_ORDER", "Motion", "QUANTITIES", "flatten_jacobian", "inverse_dynamics",
            "jacobian", "jacobian_chunks", "jacobian_input_orders", "jacobians",
            "jacobians_nbytes", "link_poses", "link_transform_derivatives", "mass_matrix",
-           "memory_budget", "motion", "precompile", "reference"]
+           "memory_budget", "motion", "point_jacobian", "point_motion", "precompile",
+           "reference"]

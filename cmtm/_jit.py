@@ -179,8 +179,9 @@ convolutions of ``cmtm.taylor`` built on them (conv_block_vec, motion_cross_conv
 force_cross_conv), ``body_columns`` and ``comoving_columns`` of
 ``cmtm.velocity_derivatives``, the inertia product and rate of ``cmtm.rnea_derivatives``
 (inertia_add, inertia_rate_add) and its all_within, the column loops of
-``cmtm.torque_jacobian`` (dot6_columns, scaled_columns), :func:`claim_samples` (an atomic
-add and a min) and :func:`index_range`. Left to LLVM's own choice they stayed calls, each
+``cmtm.torque_jacobian`` (dot6_columns, scaled_columns), the point jets of
+``cmtm.point_motion`` (point_jet, column_jet, on ``cmtm.spatial.cross3_add``),
+:func:`claim_samples` (an atomic add and a min) and :func:`index_range`. Left to LLVM's own choice they stayed calls, each
 passing its arrays as ~25 scalar arguments, for a few dozen multiply-adds. One thread, us
 per sample, two alternating runs, identical bits: order-0 torque Jacobian Panda 2.30-2.36 against
 2.57-2.76, 32-link chain 14.9-15.0 against 15.8-17.4; order 1 Panda 8.1-8.5 against

@@ -27,6 +27,7 @@ import numpy as np
 from cmtm.comprehensive import (link_cmtm_kernel, link_cmtm_workspace, link_poses_kernel,
                                 link_poses_workspace, motion_kernel, motion_workspace)
 from cmtm.kernel_model import kernel_model
+from cmtm.point_motion import point_kernel, point_workspace
 from cmtm.rnea import crba_kernel, crba_workspace, rnea_kernel, rnea_workspace
 from cmtm.rnea_derivatives import torque_derivatives_kernel, torque_derivatives_workspace
 from cmtm.spatial import JOINT_PRISMATIC, JOINT_REVOLUTE
@@ -770,6 +771,109 @@ def link_transform_derivatives(model, q_stack, order=0):
                    stack.shape[0], taylor_from_raw(stack), X_L)
     A = raw_results({"A_L": X_L.transpose(0, 2, 1, 3, 4)})["A_L"]
     return A[0] if single else A
+
+
+# --- points fixed to links ------------------------------------------------------------------
+
+def check_points(model, points):
+    """Validated points of a checked model: (point_link (n_points,) int64, point_r
+    (n_points, 3) float64), both read-only, else ValueError.
+
+    points : a sequence of (link, (x, y, z)) pairs: the point with coordinates (x, y, z) (m)
+        in the frame of ``link``, a link name of ``model.link_names``, the name of a link
+        merged into another by a fixed joint (``model.frames``: its coordinates are moved
+        into the link that carries it) or a link index in 0..nv-1.
+    """
+    try:
+        pairs = [tuple(pair) for pair in points]
+    except TypeError:
+        pairs = None
+    if not pairs or any(len(pair) != 2 for pair in pairs):
+        raise ValueError(f"points: expected a non-empty sequence of (link, (x, y, z)) pairs, "
+                         f"got {points!r}")
+    links, coordinates = [], []
+    for link, xyz in pairs:
+        r = as_float_array(f"points: coordinates of {link!r}", xyz)
+        if r.shape != (3,):
+            raise ValueError(f"points: expected 3 coordinates (x, y, z) for {link!r}, got "
+                             f"shape {r.shape}")
+        index, R, p = _point_frame(model, link)
+        links.append(index)
+        coordinates.append(R @ r + p)
+    return (_read_only(np.array(links, dtype=np.int64)),
+            _read_only(np.ascontiguousarray(coordinates, dtype=np.float64)))
+
+
+def _point_frame(model, link):
+    """(link index, R, p): the moving link a point of frame ``link`` is fixed to, and the
+    pose of that frame in the link's frame; ValueError for a frame the model lacks or that
+    is fixed to the base."""
+    if isinstance(link, Integral) and not isinstance(link, bool) and 0 <= link < model.nv:
+        return int(link), np.eye(3), np.zeros(3)
+    if isinstance(link, str) and link in model.link_names:
+        return model.link_names.index(link), np.eye(3), np.zeros(3)
+    for name, index, R, p in model.frames:
+        if name == link and index >= 0:
+            return index, R, p
+    on_base = [name for name, index, _, _ in model.frames if index < 0]
+    if link == model.base_name or link in on_base:
+        raise ValueError(f"points: expected a link that moves, got {link!r}, fixed to the base")
+    raise ValueError(f"points: expected a link of the model ({', '.join(model.link_names)}, "
+                     f"or an index in 0..{model.nv - 1}), got {link!r}")
+
+
+def _point_pass(model, q_stack, points, order, jacobian):
+    """(motion, J, single) of :func:`point_motion` and :func:`point_jacobian` (J None
+    unless ``jacobian``)."""
+    model = check_model(model)
+    k = check_order(order)
+    point_link, point_r = check_points(model, points)
+    stack, single = check_stack(model, q_stack, k + 2)
+    n_samples, nv = stack.shape[0], stack.shape[2]
+    n_points = len(point_link)
+    unit = 8 * (k + 1) * 3 * n_points * (1 + (k + 2) * nv * jacobian)
+    reserve("point_jacobian" if jacobian else "point_motion", n_samples, unit, _SAMPLES_SPLIT)
+    motion_out = np.empty((n_samples, k + 1, n_points, 3))
+    J = np.zeros((n_samples, k + 1, 3 * n_points, k + 2, nv) if jacobian else (0,) * 5)
+    run_flagging_finite("point_jacobian" if jacobian else "point_motion", model, point_kernel,
+                        "point_jacobian" if jacobian else "point_motion", (k,),
+                        lambda kmodel, slots: point_workspace(kmodel, k, slots), n_samples,
+                        stack, point_link, point_r, motion_out, J)
+    return motion_out, J if jacobian else None, single
+
+
+def point_motion(model, q_stack, points, order=0):
+    """World-frame velocity, acceleration, ... of points fixed to links: the raw time
+    derivatives p', p'', ..., p^(k+1) of p = o_L + R_L (x, y, z), the point (x, y, z) of
+    the frame of link L (``cmtm.point_motion`` module: p' = R_L (v + omega x r) and its
+    jets), base at rest.
+
+    q_stack : (n_samples, K, nv) or (K, nv) float64, raw derivatives, K >= order + 2
+    points : a sequence of (link, (x, y, z)) pairs (:func:`check_points`)
+    order : k in 0..MAX_ORDER.
+    Returns (n_samples, k+1, n_points, 3) float64, row [s, l, t] = p_t^(l+1) at sample s
+    (world axes, m/s^(l+1)); the sample axis is dropped for a single instant.
+
+    >>> import kinematic_trees as kt
+    >>> arm = kt.compile_tree(kt.two_link_planar())
+    >>> q = np.array([[0.0, np.pi / 2], [1.0, 0.0]])      # q, q'
+    >>> np.round(point_motion(arm, q, [("link2", (1, 0, 0))]), 12) + 0.0  # hand at (1, 1)
+    array([[[-1.,  1.,  0.]]])
+    """
+    values, _, single = _point_pass(model, q_stack, points, order, False)
+    return values[0] if single else values
+
+
+def point_jacobian(model, q_stack, points, order=0):
+    """Structured Jacobian of the point velocity stacks of :func:`point_motion`:
+    ``J[s, l, 3 t + d, r, j] = d p_t,d^(l+1) / d q_j^(r)`` (raw derivatives), shape
+    (n_samples, k+1, 3 n_points, k+2, nv), the layout of :func:`jacobian` with the points'
+    world coordinates as rows (point-major); q_stack needs k+2 orders. By §8 with the
+    point's position Jacobian G (columns: the world joint screws' linear velocities at the
+    point), d p^(l+1) / d q^(r) = C(l+1, r) G^(l+1-r) (``cmtm.point_motion`` module).
+    """
+    _, J, single = _point_pass(model, q_stack, points, order, True)
+    return J[0] if single else J
 
 
 def mass_matrix(model, q):

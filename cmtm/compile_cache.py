@@ -28,7 +28,8 @@ import numpy as np
 
 from cmtm import api
 from cmtm.api import (inverse_dynamics, jacobian, jacobians, kernel_model_of, link_poses,
-                      link_transform_derivatives, mass_matrix, motion)
+                      link_transform_derivatives, mass_matrix, motion, point_jacobian,
+                      point_motion)
 
 
 class CompileUnit(NamedTuple):
@@ -49,6 +50,9 @@ of ``cmtm.rnea_derivatives``, the cross products of ``cmtm.spatial``), and the
 world-frame family without it is still the larger. Two processes, one family each, cold
 cache, five alternating runs, the slower process: 40.6-50.2 s (median 45.7) with it in
 the world-frame family, 37.5-45.9 s (median 41.0) with it here."""
+
+POINT = [(0, (0.5, 0.0, 0.0))]
+"""A point of link 0, for the point motion unit (every model has a link 0)."""
 
 UNITS = {
     "comprehensive jacobians": CompileUnit(
@@ -74,6 +78,9 @@ UNITS = {
         ("crba_kernel",), 2.7, WORLD, lambda model, q: mass_matrix(model, q[:, 0])),
     "link poses": CompileUnit(
         ("link_poses_kernel",), 1.4, WORLD, lambda model, q: link_poses(model, q[:, 0])),
+    "point motion": CompileUnit(
+        ("point_kernel",), 8.5, WORLD, lambda model, q: (
+            point_motion(model, q, POINT, order=1), point_jacobian(model, q, POINT, order=1))),
 }
 """Unit name -> :class:`CompileUnit`; together they run every kernel the public functions
 call (``tests/test_compile_cache.py`` checks that the public calls on other models compile
@@ -82,7 +89,8 @@ before it in its family (which compiled the helpers they share), the mean of two
 this project's machine on 2026-12-02, a slow day of its host: the CMTM family 35.3-41.3 s
 in all, the world-frame family 39.2-39.6 s (at b46cd8e, on a faster day and before the
 order-0 torque Jacobian's vector loops, 10.5 and 12.4 s without the link-velocity
-Jacobian)."""
+Jacobian). The point motion's, 8.5 s, after the rest of its family on 2027-01 (when that
+family's took 12.9, 9.9, 6.1, 4.1 and 1.8 s, the machine shared with other jobs)."""
 
 
 @functools.cache

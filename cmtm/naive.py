@@ -268,6 +268,19 @@ def link_poses_naive(model, q):
     return np.stack(poses, -3)
 
 
+def point_positions_naive(model, q, link_points):
+    """World positions (..., n_points, 3) at q (..., n) of points fixed to links:
+    p = o_L + R_L r for each (link, r) of ``link_points``, link a name of model.link_names
+    or an index, r (3,) in the link frame, (R_L, o_L) the link's pose (link_poses_naive)."""
+    T = link_poses_naive(model, q)
+    rows = []
+    for link, r in link_points:
+        i = model.link_names.index(link) if isinstance(link, str) else int(link)
+        rows.append(_apply(T[..., i, :3, :3], np.asarray(r, dtype=np.float64))
+                    + T[..., i, :3, 3])
+    return np.stack(rows, -2)
+
+
 def mass_matrix_naive(model, q):
     """Joint-space mass matrix M(q) (..., n, n), column j = rnea_naive(q, 0, e_j) without
     gravity."""
@@ -684,3 +697,34 @@ def oracle_jacobians(model, q_stack, quantities, order=0, taylor=False, radius=O
         for name, block in _split_rows(model, stacked, J, 2).items():
             result[name] = block[:, :, :, :order + 1 + INPUT_OFFSET[name]]
     return {name: result[name][0] if single else result[name] for name in names}
+
+
+def _point_values(model, link_points):
+    """(q, qd, qdd) (..., nv) -> the points' world positions flattened (..., 3 n_points)."""
+    def values(q, qd, qdd):
+        return point_positions_naive(model, q, link_points).reshape(q.shape[:-1] + (-1,))
+    return values
+
+
+def oracle_point_stacks(model, q_stack, link_points, order, radius=ORACLE_RADIUS,
+                        n_points=ORACLE_POINTS):
+    """Raw world velocities and their derivatives p', ..., p^(order+1) of points fixed to
+    links (:func:`point_positions_naive`), (n_samples, order+1, n_points, 3), at the samples
+    of q_stack (n_samples, K, nv) raw, K >= order + 2: the Cauchy integral of the positions
+    along the polynomial trajectories (:func:`taylor_stacks`), times l!."""
+    stack = np.asarray(q_stack, dtype=np.float64)[:, :order + 2]
+    raw = (taylor_stacks(_point_values(model, link_points), stack, order + 1, radius,
+                         n_points) * factorial_column(order + 2, 2))
+    return raw[:, 1:].reshape(raw.shape[:1] + (order + 1, -1, 3))
+
+
+def oracle_point_jacobian(model, q_stack, link_points, order=0, radius=ORACLE_RADIUS,
+                          n_points=ORACLE_POINTS):
+    """d p^(l+1) / d q^(r) of the stacks of :func:`oracle_point_stacks`, in the layout of
+    cmtm.point_jacobian: (n_samples, order+1, 3 n_points, order+2, nv), rows point-major,
+    from Richardson-extrapolated central differences of the Cauchy coefficients with
+    respect to the raw stack (as :func:`oracle_jacobians`)."""
+    stack = np.asarray(q_stack, dtype=np.float64)[:, :order + 2]
+    J = _trajectory_jacobian(_point_values(model, link_points), stack, order + 1, False,
+                             radius, n_points)
+    return (J * factorial_column(order + 2, 4))[:, 1:]

@@ -24,8 +24,8 @@ import math
 import numpy as np
 
 from cmtm._jit import jit_allocating
-from cmtm.api import (check_model, check_order, check_stack, inverse_dynamics,
-                      link_transform_derivatives, motion)
+from cmtm.api import (check_model, check_order, check_points, check_stack, inverse_dynamics,
+                      link_transform_derivatives, motion, point_motion)
 from cmtm.cmtm_matrix import cmtm_inverse_blocks_from_crosses, velocity_crosses
 from cmtm.naive import (CENTRAL_STEP, FD_METHODS, FIELD_OF, RICHARDSON_LEVELS,
                         RICHARDSON_STEP, central_jacobian, factorial_column, joint_screws,
@@ -37,7 +37,8 @@ from cmtm.spatial import skew
 
 __all__ = ["CENTRAL_STEP", "FD_INPUT_OFFSET", "FD_METHODS", "RICHARDSON_LEVELS",
            "RICHARDSON_STEP", "central_jacobian", "cmtm_inverse_blocks",
-           "comprehensive_velocity", "fd_jacobian", "fd_jacobians", "force_cross",
+           "comprehensive_velocity", "fd_jacobian", "fd_jacobians", "fd_point_jacobian",
+           "force_cross",
            "link_accelerations_naive", "link_momenta_naive", "link_poses_naive",
            "link_velocities_naive", "mass_matrix_naive", "motion_cross", "motion_transform",
            "rnea_naive", "shift_matrix", "tangent_matrix", "taylor_coefficients", "toeplitz"]
@@ -181,6 +182,24 @@ def fd_jacobian(model, q_stack, quantity, order=0, step=None, method="central",
     ((1, 12, 2, 2), 1.0)
     """
     return fd_jacobians(model, q_stack, (quantity,), order, step, method, levels)[quantity]
+
+
+def fd_point_jacobian(model, q_stack, points, order=0, step=None, method="central",
+                      levels=RICHARDSON_LEVELS):
+    """Finite-difference Jacobian of the point velocity stacks of :func:`cmtm.point_motion`,
+    the reference of :func:`cmtm.point_jacobian` (same arguments, layout and validation;
+    step, method, levels as in :func:`fd_jacobian`): J (n_samples, k+1, 3 n_points, k+2,
+    nv), ``J[s, l, 3 t + d, r, j] = d p_t,d^(l+1) / d q_j^(r)``."""
+    model = check_model(model)
+    k = check_order(order)
+    check_points(model, points)
+    stack, single = check_stack(model, q_stack, k + 2)
+
+    def values(batch):
+        return point_motion(model, batch, points, order=k).reshape(batch.shape[0], k + 1, -1)
+
+    J = central_jacobian(values, stack, step, method, levels)
+    return J[0] if single else J
 
 
 # --- Dense forms of the engine's operators (cmtm_math.md §1-§2, §6.3) ---

@@ -9,6 +9,7 @@ paper     code                                shape
 [u x_6]   ``motion_cross_into(u, out)``       (6, 6)  [[w x, 0], [v x, w x]], u = [w; v]
 u x x     ``motion_cross_add(u, x, s, out)``  (6,)    out += s [u x_6] x
 u x^* f   ``force_cross_add(u, f, s, out)``   (6,)    out += s [u x_6^*] f
+w x x     ``cross3_add(w, x, s, out)``        (3,)    out += s w x x (3-vectors)
 A^{-1}    ``motion_transform_inverse(R, p)``  (6, 6)  [[R^T, 0], [-R^T [p x], R^T]]
           ``placement_inverse_into``
 S         ``joint_screw(joint_type, axis)``   (6,)    [a; 0] revolute, [0; a] prismatic
@@ -219,6 +220,15 @@ def motion_cross_add(v, x, scale, out):
     out[3] += scale * (u1 * x[2] - u2 * x[1] + w1 * x[5] - w2 * x[4])
     out[4] += scale * (u2 * x[0] - u0 * x[2] + w2 * x[3] - w0 * x[5])
     out[5] += scale * (u0 * x[1] - u1 * x[0] + w0 * x[4] - w1 * x[3])
+
+
+@jit_leaf
+def cross3_add(w, x, scale, out):
+    """out += scale (w x x) for 3-vectors (w may be a longer vector: its first three
+    entries, the angular part of a twist, are used)."""
+    out[0] += scale * (w[1] * x[2] - w[2] * x[1])
+    out[1] += scale * (w[2] * x[0] - w[0] * x[2])
+    out[2] += scale * (w[0] * x[1] - w[1] * x[0])
 
 
 @jit_leaf

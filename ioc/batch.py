@@ -29,12 +29,13 @@ from tqdm import tqdm
 
 import cmtm
 from ioc.data import (CLIP_SUFFIXES, CSV_SUFFIXES, STORAGE_SUFFIXES, check_map, clip_trial,
-                      cut_window, joint_locks, read_clip, read_map, read_mapped, read_motion)
+                      cut_window, joint_locks, motion_columns, read_clip, read_map,
+                      read_mapped, read_motion)
 from ioc.direct import solve
 from ioc.estimate import (bootstrap_weights, estimate_weights, kkt_stationarity,
                           prepare_trial, residual)
 from ioc.inverse_kkt import recover_weights
-from ioc.models import resolve_model
+from ioc.models import model_lock, resolve_model
 from ioc.problem import MotionProblem, _limits
 from ioc.results import RESULT_FILE, load_result
 from ioc.weights_io import (SUMMARY_FILE, WEIGHTS_FILE, data_fields, kkt_fields, motion_entry,
@@ -51,7 +52,9 @@ class Settings:
     """The options of ``cmtm ioc``; None: not given (the default of
     ioc.estimate.prepare_trial, or what a result.json records).
 
-    costs : cost names; lock : (joint, position) pairs; limits : "model" |
+    costs : cost names; lock : (joint, position) pairs; floating_base, gravity (3 numbers),
+    joints (names kept movable, the others fixed at their mean over the data unless
+    locked): the model options; limits : "model" |
     "none" | (lo, hi); noise : sigma in the unit of the angles (deg with ``degrees``);
     bootstrap : number of bootstrap samples (0: none); boundary : "rest" | "data"
     (ioc.problem); map : a map file (ioc.data.read_map); window : (t0, t1) s on the files'
@@ -61,6 +64,9 @@ class Settings:
     costs: tuple
     model: object = None
     lock: tuple = ()
+    floating_base: object = None
+    gravity: object = None
+    joints: object = None
     estimator: object = None
     integration: object = None
     samples: object = None
@@ -90,7 +96,9 @@ class Settings:
         out.update(costs=list(self.costs), lock=dict(self.lock),
                    limits=list(self.limits) if isinstance(self.limits, tuple) else self.limits,
                    map=None if self.map is None else str(self.map),
-                   window=None if self.window is None else list(self.window))
+                   window=None if self.window is None else list(self.window),
+                   gravity=None if self.gravity is None else list(self.gravity),
+                   joints=None if self.joints is None else list(self.joints))
         return out
 
     def estimation(self):
@@ -193,9 +201,15 @@ def check_inputs(paths, settings):
         dask_client()
     if settings.model is None and len(results) < len(paths):
         raise ValueError("--model: required for measured motions (CSV, .mot, .sto), got none")
+    if results and settings.joints is not None:
+        raise ValueError(f"--joints: applies to measured motions, got the cmtm optimize "
+                         f"result {results[0]} (its model_lock holds its fixed joints)")
     if settings.model is None:
         return None
-    model = resolve_model(settings.model, settings.lock)
+    full = _full_model(settings)
+    within_limits = {name: float(np.clip(0.0, lower, upper)) for name, lower, upper
+                     in zip(full.joint_names, full.q_lower, full.q_upper)}
+    model = _subset_model(settings, within_limits)
     problem = MotionProblem(model, settings.costs, **settings.problem_options(), limits="none")
     _limits(model, settings.limits or "model")
     if settings.map is not None:
@@ -210,8 +224,7 @@ def run_trial(path, settings):
     path = Path(path)
     if is_result(path):
         return _from_result(path, settings), ()
-    model, lock, trials, notices = _read_trials([path], settings)
-    return _estimate(model, lock, trials, settings), notices
+    return run_pooled([path], settings)
 
 
 def run_pooled(paths, settings):
@@ -220,34 +233,65 @@ def run_pooled(paths, settings):
     return _estimate(model, lock, trials, settings), notices
 
 
+def _full_model(settings, lock=None):
+    """The model of --model, --floating-base, --gravity and ``lock`` (default --lock's),
+    before --joints and the data's locks."""
+    return resolve_model(settings.model, settings.lock if lock is None else lock,
+                         settings.floating_base, settings.gravity)
+
+
+def _subset_model(settings, positions):
+    """The model of the settings with, for --joints, the other joints fixed at
+    ``positions`` {name: value} unless --lock gives them (ioc.models.model_lock)."""
+    lock = model_lock(settings.model, settings.lock, settings.floating_base, settings.joints,
+                      positions)
+    return _full_model(settings, lock)
+
+
 def _read_trials(paths, settings):
     """(model, its locked joints {name: position}, ioc.estimate.Trials, notices) of data
-    files that share one model: each read
-    (columns through --map, a DeepMimic clip through ioc.data.clip_trial) and cut to
-    --window; where the data move a subset of the model's joints, the model has the others
-    locked (ioc.data.joint_locks: at their mean over the samples of all the files, at 0
-    without data, --lock's as given)."""
-    mapping = None if settings.map is None else read_map(settings.map)
-    if mapping is None and not any(_is_clip(path) for path in paths):
-        locks = dict(settings.lock)
-        model = resolve_model(settings.model, locks)
-        degrees = True if settings.degrees else None
-        datas = [_windowed(read_motion(path, model.joint_names, degrees), settings)
-                 for path in paths]
-        extra = ()
-    else:
-        geometry = resolve_model(settings.model)
-        read = [_mapped(path, geometry, mapping, settings) for path in paths]
-        lock = dict(settings.lock)
-        locks, datas, extra = joint_locks(geometry.joint_names, [data for data, _ in read],
-                                          movable=[n for n in read[0][1] if n not in lock],
-                                          lock=lock)
-        model = resolve_model(settings.model, locks)
+    files that share one model (:func:`_model_and_data`)."""
+    model, locks, datas, notices = _model_and_data(paths, settings)
     trials = [prepare_trial(model, settings.costs, data, limits=settings.limits or "model",
                             noise=settings.noise_radians, **settings.problem_options())
               for data in datas]
+    return model, locks, trials, notices
+
+
+def _model_and_data(paths, settings):
+    """(model, its locked joints {name: position}, [MotionData] of its joints, notices) of
+    data files that share one model. Each file is read on the model of --model with
+    nothing locked (a table: its columns of the model's joints, or through --map; a
+    DeepMimic clip through ioc.data.clip_trial) and cut to --window. The joints that stay
+    movable are --joints, else every joint the data cover, less --lock's; the others are
+    locked (ioc.data.joint_locks: at --lock's value, else at their mean over the samples of
+    all the files, else at 0 where no file covers them, as ``cmtm optimize --joints``
+    writes its trajectory.csv)."""
+    geometry = _full_model(settings, lock={})
+    mapping = None if settings.map is None else read_map(settings.map)
+    if mapping is None and not any(_is_clip(path) for path in paths):
+        read = _tables(paths, geometry.joint_names, settings)
+    else:
+        read = [_mapped(path, geometry, mapping, settings) for path in paths]
+    lock = dict(settings.lock)
+    movable = settings.joints if settings.joints is not None \
+        else [name for name in read[0][1] if name not in lock]
+    locks, datas, extra = joint_locks(geometry.joint_names, [data for data, _ in read],
+                                      movable=movable, lock=lock)
     notices = tuple(f"{data.source}: {notice}" for data in datas for notice in data.notices)
-    return model, locks, trials, notices + extra
+    return _full_model(settings, locks), locks, datas, notices + extra
+
+
+def _tables(paths, joint_names, settings):
+    """[(MotionData, its joints)] of motion tables whose columns carry model joint names,
+    cut to --window: every joint of ``joint_names`` not locked by --lock; with --joints,
+    those and the other joints that every file has a column of."""
+    names = [name for name in joint_names if name not in dict(settings.lock)]
+    if settings.joints is not None:
+        present = set.intersection(*(set(motion_columns(path)) for path in paths))
+        names = [name for name in names if name in settings.joints or name in present]
+    degrees = True if settings.degrees else None
+    return [(_windowed(read_motion(path, names, degrees), settings), names) for path in paths]
 
 
 def _is_clip(path):
@@ -292,6 +336,7 @@ def _estimate(model, lock, trials, settings):
                           sources=[t.name for t in trials], settings=settings.record(),
                           model_lock=lock,
                           fit_rms=[named(model.joint_names, t.fit.fit_rms) for t in trials],
+                          floating_base=settings.floating_base, gravity=model.gravity,
                           **extra)
 
 
@@ -347,12 +392,17 @@ def _from_result(path, settings):
     extra["motions"] = [motion_entry(path, times, problem.spline.evaluate(theta, times, 0)[:, 0],
                                      problem.spline, motion, kind)]
     return weights_record(kkt_fields(kkt), model=record["model"], joint_names=model.joint_names,
-                          sources=[path], fit_rms=None, settings=settings.record(), **extra)
+                          sources=[path], fit_rms=None, settings=settings.record(),
+                          model_lock=record["model_lock"],
+                          floating_base=record.get("floating_base"), gravity=model.gravity,
+                          **extra)
 
 
 def _check_recorded(path, settings, model, problem, record):
     """ValueError if a given option differs from what the result.json records."""
     recorded = {"model": record["model"], "lock": record["model_lock"],
+                "floating_base": record.get("floating_base"),
+                "gravity": model.gravity.tolist(),
                 "costs": record["costs"], "integration": problem.quadrature.rule,
                 "samples": problem.samples, "degree": problem.spline.degree,
                 "control_points": problem.spline.n_control, "rest_order": problem.rest_order}

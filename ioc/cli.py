@@ -6,8 +6,11 @@
              [--estimator kkt|data] [--jobs N] [--backend loky|dask] [--out DIR] [--json]
     cmtm view INPUT [--model M] [--out motion.html] [--trial K] [--frames N]
 
-Models: a built-in name (``two_link_planar``, ``chainN`` such as ``chain3``, ``panda``) or
-a URDF path (``--lock joint=value`` fixes joints such as gripper fingers). ``--json``
+Models: a built-in name (``two_link_planar``, ``chainN`` such as ``chain3``, ``panda``,
+``human``) or a URDF path; ``--floating-base ORDER`` frees its root, ``--gravity GX,GY,GZ``
+overrides its gravity, ``--lock joint=value`` fixes joints such as gripper fingers, and
+``--joints J1,J2,...`` (optimize, ioc) keeps only those movable, the others fixed at their
+``--lock`` value, else at 0 (optimize) or at their mean over the data (ioc). ``--json``
 prints one JSON object (strict JSON: never NaN or inf). Every file is written atomically
 (ioc.results.write_atomically).
 
@@ -30,11 +33,12 @@ from tqdm import tqdm
 
 import cmtm
 import ioc
+import kinematic_trees as kt
 from ioc.choices import (BACKENDS, BOUNDARY_MODES, CONSTRAINT_MODES, ESTIMATORS,
                          INTEGRATION_RULES, PAGE_FRAMES)
 from ioc.costs import engine_units, parse_terms, split_names
 from ioc.drawing import motion_title
-from ioc.models import resolve_model
+from ioc.models import model_lock, resolve_model
 
 batch, direct, results, view, weights_io = (
     ioc.lazy_module(f"ioc.{name}") for name in ("batch", "direct", "results", "view",
@@ -57,6 +61,57 @@ def parse_lock(text):
         return name, float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected joint=value, got {text!r}") from None
+
+
+def gravity_option(text):
+    """argparse type: 'GX,GY,GZ' -> three finite numbers (m/s^2)."""
+    try:
+        values = tuple(float(item) for item in text.split(","))
+    except ValueError:
+        values = ()
+    if len(values) != 3 or not all(np.isfinite(values)):
+        raise argparse.ArgumentTypeError(f"expected three finite numbers GX,GY,GZ (m/s^2), "
+                                         f"got {text!r}")
+    return values
+
+
+def names_option(text):
+    """argparse type: 'J1,J2,...' -> a list of one or more names."""
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"expected names J1,J2,... (no empty one), got "
+                                         f"{text!r}")
+    return names
+
+
+def joint_values_option(text):
+    """argparse type of --start and --goal: one value, one per joint ('1,2,3') or
+    JOINT=VALUE pairs ('elbow=1.2,wrist=-0.3', a dict; the other joints at 0)."""
+    if "=" not in text:
+        return float_list(text)
+    try:
+        return dict(parse_lock(item) for item in text.split(","))
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected one value, one per joint or JOINT=VALUE "
+                                         f"pairs, got {text!r}") from None
+
+
+def joint_values(model, values, option):
+    """One value per joint of the model from --start or --goal: a list as given (one value
+    or one per joint), a dict {joint: value} with the other joints at 0; ValueError for a
+    name that is not a movable joint of the model."""
+    if not isinstance(values, dict):
+        return values
+    unknown = sorted(set(values) - set(model.joint_names))
+    if unknown:
+        raise ValueError(f"{option}: expected movable joints of the model "
+                         f"({', '.join(model.joint_names)}), got {', '.join(unknown)}")
+    return [values.get(name, 0.0) for name in model.joint_names]
+
+
+def command_lock(args):
+    """The joints --lock and --joints fix (ioc.models.model_lock: the others at 0)."""
+    return model_lock(args.model, args.lock, args.floating_base, args.joints)
 
 
 def check_jacobians_units(order):
@@ -98,7 +153,7 @@ def check_samples_fit(model, order, n_samples):
 
 def check_jacobians(args):
     """Structured Jacobians vs central finite differences (the paper's Table 6 layout)."""
-    model = resolve_model(args.model, args.lock)
+    model = resolve_model(args.model, args.lock, args.floating_base, args.gravity)
     rows = jacobian_discrepancies(model, args.order, args.samples, args.seed)
     failed = [r["quantity"] for r in rows if not r["rel_diff"] <= args.tolerance]
     if args.json:
@@ -125,12 +180,13 @@ PAPER_START, PAPER_GOAL = 1.57, -1.57
 
 def optimize(args):
     """Optimize a motion for given cost weights (the direct problem) and write its files."""
-    problem = build_problem(args)
+    lock = command_lock(args)
+    problem = build_problem(args, lock)
     weights = direct.check_weights(args.weights, len(problem.terms))
     check_out_folder(args.out)
     cmtm.precompile(units=engine_units(problem.terms))
     result = direct.solve(problem, weights, progress=None if args.quiet else print_progress)
-    record = results.result_record(result, args.model, dict(args.lock))
+    record = results.result_record(result, args.model, lock, args.floating_base)
     written = [] if args.out is None else write_outputs(args, result, record)
     if args.json:
         print(results.to_json(record))
@@ -145,12 +201,15 @@ def check_out_folder(out):
         raise ValueError(f"--out: expected a folder, got the file {out}")
 
 
-def build_problem(args):
-    """The MotionProblem of the command line (ValueError on any bad value)."""
+def build_problem(args, lock):
+    """The MotionProblem of the command line, its model's joints ``lock`` fixed
+    (ValueError on any bad value)."""
+    model = resolve_model(args.model, lock, args.floating_base, args.gravity)
     return ioc.MotionProblem(
-        resolve_model(args.model, args.lock), args.costs, duration=args.duration,
+        model, args.costs, duration=args.duration,
         samples=args.samples, degree=args.degree, control_points=args.control_points,
-        start=args.start, goal=args.goal, rest_order=args.rest_order,
+        start=joint_values(model, args.start, "--start"),
+        goal=joint_values(model, args.goal, "--goal"), rest_order=args.rest_order,
         integration=args.integration, limits=args.limits, constraints=args.constraints)
 
 
@@ -263,11 +322,12 @@ def result_units(paths):
     wanted, seen = set(), set()
     for path in paths:
         try:
-            spec, lock, costs = results.result_costs(path)
-            key = json.dumps([spec, lock, costs], sort_keys=True)
+            spec, lock, costs, floating_base = results.result_costs(path)
+            key = json.dumps([spec, lock, costs, floating_base], sort_keys=True)
             if key not in seen:
                 seen.add(key)
-                wanted.update(engine_units(parse_terms(costs, resolve_model(spec, lock))))
+                model = resolve_model(spec, lock, floating_base)
+                wanted.update(engine_units(parse_terms(costs, model)))
         except (ValueError, TypeError):
             pass                                        # its trial reports the error
     return [name for name in cmtm.compile_cache.UNITS if name in wanted]
@@ -429,10 +489,25 @@ def window_option(text):
 
 def add_model_arguments(command, required=True, note=""):
     command.add_argument("--model", required=required,
-                         help="two_link_planar, chainN (e.g. chain3), panda or a URDF file"
-                              + note)
+                         help="two_link_planar, chainN (e.g. chain3), panda, human (36 "
+                              "joints, pelvis fixed, y-up) or a URDF file" + note)
+    command.add_argument("--floating-base", choices=kt.FLOATING_BASES, metavar="ORDER",
+                         help="free the model's root: six virtual joints, translations then "
+                              "rotations in this order, one of " + ", ".join(kt.FLOATING_BASES)
+                              + " (e.g. xyz_zxy for the human's pelvis)")
+    command.add_argument("--gravity", type=gravity_option, metavar="GX,GY,GZ",
+                         help="gravity in the base frame, m/s^2 (default: the model's own, "
+                              "(0, -9.81, 0) for the human and two_link_planar, else "
+                              "(0, 0, -9.81))")
     command.add_argument("--lock", type=parse_lock, action="append", default=[],
                          metavar="JOINT=VALUE", help="fix a joint at a position (repeatable)")
+
+
+def add_joints_argument(command, others):
+    """--joints of optimize and ioc; ``others`` says where the other joints are fixed."""
+    command.add_argument("--joints", type=names_option, metavar="J1,J2,...",
+                         help="keep only these joints movable; the others are fixed at their "
+                              f"--lock value, else {others}")
 
 
 def add_optimize(commands):
@@ -442,8 +517,10 @@ def add_optimize(commands):
         epilog="Exit status: 0 converged, 1 solved without converging (files written all "
                "the same), 2 bad input (nothing written).")
     add_model_arguments(command)
+    add_joints_argument(command, "at 0")
     command.add_argument("--costs", type=split_names, required=True, metavar="NAME[,NAME...]",
-                         help="sub-costs, e.g. joint_velocity,joint_jerk,joint_torque")
+                         help="sub-costs, e.g. joint_velocity,joint_jerk,joint_torque, "
+                              "joint_torque[J1,J2], point_jerk[LINK@x,y,z]")
     command.add_argument("--weights", type=float_list, required=True, metavar="W[,W...]",
                          help="one non-negative weight per cost")
     command.add_argument("--duration", type=float, default=2.0, metavar="T",
@@ -456,12 +533,14 @@ def add_optimize(commands):
                               "%(default)s)")
     command.add_argument("--control-points", type=integer_at_least(1), default=50,
                          metavar="NC", help="B-spline control points (default %(default)s)")
-    command.add_argument("--start", type=float_list, default=[PAPER_START], metavar="Q0",
-                         help="q(0): one value for all joints or one per joint, rad (default "
-                              f"{PAPER_START}, the paper's)")
-    command.add_argument("--goal", type=float_list, default=[PAPER_GOAL], metavar="Q1",
-                         help="q(T): one value for all joints or one per joint, rad (default "
-                              f"{PAPER_GOAL}, the paper's)")
+    command.add_argument("--start", type=joint_values_option, default=[PAPER_START],
+                         metavar="Q0", help="q(0): one value for all joints, one per joint or "
+                                            "JOINT=VALUE pairs (the others 0), rad (default "
+                                            f"{PAPER_START}, the paper's)")
+    command.add_argument("--goal", type=joint_values_option, default=[PAPER_GOAL],
+                         metavar="Q1", help="q(T): one value for all joints, one per joint or "
+                                            "JOINT=VALUE pairs (the others 0), rad (default "
+                                            f"{PAPER_GOAL}, the paper's)")
     command.add_argument("--rest-order", type=integer_at_least(0), default=1, metavar="R",
                          help="q' .. q^(R) vanish at both ends, R < degree (default "
                               "%(default)s)")
@@ -503,6 +582,7 @@ def add_ioc(commands):
                "trial failed (the others are written), 2 bad input (nothing written).")
     add_model_arguments(command, required=False,
                         note="; required for measured motions, default: a result.json's")
+    add_joints_argument(command, "at their mean over the data (measured motions)")
     command.add_argument("--motion", nargs="+", required=True, metavar="FILE",
                          help="motion files (CSV, .mot, .sto, DeepMimic clip .txt, "
                               "result.json), folders (their result.json, else every *.csv, "
@@ -591,7 +671,8 @@ def view_motion(args):
                          "(pip install 'cmtm[plot]')")
     path = view.check_page_path(args.out or view.default_page_path(args.input))
     page = view.input_page(args.input, args.model, dict(args.lock), args.trial - 1,
-                           args.frames, True if args.degrees else None)
+                           args.frames, True if args.degrees else None, args.floating_base,
+                           args.gravity)
     view.write_page(path, page)
     print(f"wrote {path}")
     return 0

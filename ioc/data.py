@@ -114,6 +114,19 @@ def read_motion(path, joint_names, degrees=None):
     return MotionData(times, np.deg2rad(q) if in_degrees else q, names, str(path), notices)
 
 
+def motion_columns(path):
+    """The column labels of a motion file (``.csv``, ``.mot``, ``.sto``, as
+    :func:`read_motion` parses it); ValueError as there for a file that is not one."""
+    path = Path(path)
+    if path.suffix.lower() not in CSV_SUFFIXES + STORAGE_SUFFIXES:
+        raise ValueError(f"{path}: expected a file ending in "
+                         f"{', '.join(CSV_SUFFIXES + STORAGE_SUFFIXES)}, got {path.suffix!r}")
+    text = _read_text(path)
+    table = _csv_table(text) if path.suffix.lower() in CSV_SUFFIXES \
+        else _storage_table(path, text)
+    return tuple(table.labels)
+
+
 def _joint_names(joint_names):
     """The model's joint names as a tuple of distinct non-empty strings."""
     if isinstance(joint_names, str):

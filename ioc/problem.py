@@ -43,7 +43,7 @@ from cmtm.api import check_model, reserve
 from ioc.banded import BandLayout, chain_gradient, chain_hessian_blocks
 from ioc.bspline import DD, ClampedBSpline, check_int, dd_add
 from ioc.choices import BOUNDARY_MODES, CONSTRAINT_MODES, INTEGRATION_RULES
-from ioc.costs import (JACOBIAN_SOURCES, engine_order, parse_terms, stack_orders,
+from ioc.costs import (JACOBIAN_SOURCES, engine_bytes, parse_terms, stack_orders,
                        term_values)
 
 POSITION_BOUND = 1e6
@@ -227,10 +227,8 @@ class MotionProblem:
         terms' stack Jacobians and three stack Hessians; per control point two Hessian
         bands."""
         nv, width = self.model.nv, self.K * self.model.nv
-        rows = sum(6 * len(term.links) if term.kind == "link" else nv for term in self.terms)
-        k = engine_order(self.terms)
-        engine = 0 if k is None else cmtm.jacobians_nbytes(
-            self.model, ("link_velocity", "joint_torque"), k)
+        rows = sum(term.size for term in self.terms)
+        engine = engine_bytes(self.model, self.terms)
         reserve("samples", self.samples, engine + 8 * width * (rows + 3 * width),
                 "lower samples to at most {chunk}")
         reserve("control_points", control_points, 16 * (degree + 1) * nv * nv,

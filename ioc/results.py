@@ -13,7 +13,10 @@ status                str                         converged | stalled | max_iter
                                                   line_search_failed (ioc.direct)
 iterations            int                         accepted solver steps
 solve_seconds         float                       wall time of the solve
-model, model_lock     str, {joint: float}         the --model spec as given, --lock values
+model, model_lock     str, {joint: float}         the --model spec as given, the positions of
+                                                  the joints fixed (--lock and --joints)
+floating_base         str | null                  --floating-base (null: the base is fixed)
+gravity               [float] (3)                 the model's gravity, base frame, m/s^2
 joint_names           [str] (nv)                  the model's joints, column order
 costs, weights        [str], [float] (n_terms)    sub-cost names and their weights
 duration, samples     float (s), int              T and N
@@ -92,15 +95,17 @@ def motion_samples(result):
 
 # --- result.json --------------------------------------------------------------------------
 
-def result_record(result, model_spec, model_lock):
-    """The result.json object of a DirectResult (table above); ``model_spec`` and
-    ``model_lock`` ({joint: position}) are what :func:`resolve_model` was given."""
+def result_record(result, model_spec, model_lock, floating_base=None):
+    """The result.json object of a DirectResult (table above); ``model_spec``,
+    ``model_lock`` ({joint: position}) and ``floating_base`` are what :func:`resolve_model`
+    was given (the gravity is the model's)."""
     problem = result.problem
     spline, quadrature = problem.spline, problem.quadrature
     return {
         "schema": SCHEMA, "status": result.status, "iterations": result.iterations,
         "solve_seconds": result.solve_seconds,
         "model": model_spec, "model_lock": dict(model_lock),
+        "floating_base": floating_base, "gravity": problem.model.gravity.tolist(),
         "joint_names": list(problem.model.joint_names),
         "costs": [term.name for term in problem.terms], "weights": result.weights.tolist(),
         "duration": spline.duration, "samples": problem.samples,
@@ -192,7 +197,8 @@ def load_result(path):
     """Rebuild a ``cmtm optimize`` result from its result.json (or the folder holding it).
 
     Returns (model, problem, weights, theta, record): the CompiledTree of the recorded model
-    spec and lock, the exact MotionProblem (same costs, knots, quadrature, boundary
+    spec, lock, floating base and gravity (files without the last two: a fixed base and the
+    model's own gravity), the exact MotionProblem (same costs, knots, quadrature, boundary
     conditions, limits, constraints and penalty), the weights (n_terms,) float64, the
     control points theta = DD(hi, lo) (n_c, nv) and the parsed record.
     ValueError naming the file if it is not such a result or no longer fits its model.
@@ -202,7 +208,8 @@ def load_result(path):
     def get(*keys):
         return _field(record, keys, path)
 
-    model = resolve_model(get("model"), get("model_lock"))
+    model = resolve_model(get("model"), get("model_lock"), record.get("floating_base"),
+                          record.get("gravity"))
     if list(model.joint_names) != get("joint_names"):
         raise ValueError(f"{path}: expected joints {get('joint_names')} of model "
                          f"{get('model')!r}, the model now has {list(model.joint_names)}")
@@ -223,11 +230,12 @@ def load_result(path):
 
 
 def result_costs(path):
-    """(model, model_lock, costs) recorded in a result.json (or the folder holding it): what
-    its problem's cost terms depend on, read without rebuilding the problem. ValueError
-    naming the file as :func:`load_result`."""
+    """(model, model_lock, costs, floating_base) recorded in a result.json (or the folder
+    holding it): what its problem's cost terms depend on, read without rebuilding the
+    problem. ValueError naming the file as :func:`load_result`."""
     path, record = _result_record(path)
-    return tuple(_field(record, (key,), path) for key in ("model", "model_lock", "costs"))
+    return (*(_field(record, (key,), path) for key in ("model", "model_lock", "costs")),
+            record.get("floating_base"))
 
 
 def _result_record(path):

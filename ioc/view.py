@@ -120,7 +120,8 @@ def weights_page(record, trial=0, frames=FRAMES):
         raise ValueError(f"--trial: expected 1..{len(motions)}, got {trial + 1}")
     entry = motions[trial]
     lock = record.get("model_lock", (record.get("settings") or {}).get("lock")) or {}
-    model = resolve_model(record["model"], lock)
+    model = resolve_model(record["model"], lock, record.get("floating_base"),
+                          record.get("gravity"))
     if list(model.joint_names) != record["joint_names"]:
         raise ValueError(f"weights.json: expected the joints {record['joint_names']} of "
                          f"{record['model']!r}, the model has {list(model.joint_names)}")
@@ -138,24 +139,28 @@ def weights_page(record, trial=0, frames=FRAMES):
                  spline_track(MOTION_LABELS[motion["kind"]], model, spline, theta, times)))
 
 
-def motion_file_page(path, model_spec, lock=(), frames=FRAMES, degrees=None):
+def motion_file_page(path, model_spec, lock=(), frames=FRAMES, degrees=None,
+                     floating_base=None, gravity=None):
     """The Page of a motion file (CSV, .mot, .sto) of ``model_spec``: its angles, thinned
     to ``frames`` samples. ValueError when its joints do not match the model's."""
-    model = resolve_model(model_spec, lock)
+    model = resolve_model(model_spec, lock, floating_base, gravity)
     data = read_motion(path, model.joint_names, degrees=degrees)
     times, q = thinned(data.times - data.times[0], data.q, frames)
     return Page(model, f"{model_spec}: {path}", times, (Track("data", q[:, None, :]),))
 
 
-def input_page(path, model_spec=None, lock=(), trial=0, frames=FRAMES, degrees=None):
+def input_page(path, model_spec=None, lock=(), trial=0, frames=FRAMES, degrees=None,
+               floating_base=None, gravity=None):
     """The Page of ``cmtm view INPUT``: a result.json or a weights.json (or a folder holding
     one) with the model they record (``model_spec``, if given, must be it), or a motion
-    file of ``model_spec`` (required). ValueError on anything else."""
+    file of ``model_spec`` (required; with ``lock``, ``floating_base`` and ``gravity`` as
+    ioc.models.resolve_model takes them). ValueError on anything else."""
     path = recorded_file(Path(path))
     if path.suffix.lower() in DATA_SUFFIXES:
         if model_spec is None:
             raise ValueError(f"--model: required for the motion file {path}, got none")
-        return motion_file_page(path, model_spec, lock, frames, degrees)
+        return motion_file_page(path, model_spec, lock, frames, degrees, floating_base,
+                                gravity)
     if path.suffix.lower() != ".json":
         raise ValueError(f"INPUT: expected a result.json, a weights.json or a motion file "
                          f"(*.csv, *.mot, *.sto), got {path}")

@@ -36,9 +36,13 @@ solver              {method, [status, iterations]}   kkt: svd | nnls; data:
                                                      maximum_likelihood, its status and
                                                      iterations (ioc.estimate)
 model, joint_names  str, [str]                       the --model spec, the model's joints
-model_lock          {joint: float}                   measured data: every joint locked to
-                                                     build the model from --model (--lock's,
-                                                     and those the data do not move)
+model_lock          {joint: float}                   every joint locked to build the model
+                                                     from --model: a result.json's, or for
+                                                     measured data --lock's and those the
+                                                     data do not move
+floating_base       str | null                       the model's --floating-base (a
+                                                     result.json's), null: a fixed base
+gravity             [float] (3)                      the model's gravity, base frame, m/s^2
 source              [str]                            the motion file(s): one, or every
                                                      pooled one
 fit_rms             [{joint: float}] | null          per source, RMS of smoothing fit - data;
@@ -143,11 +147,13 @@ def _intervals(names, std, ci95):
                                                for n, (lo, hi) in zip(names, ci95)}}
 
 
-def weights_record(fields, *, model, joint_names, sources, fit_rms, settings, **extra):
+def weights_record(fields, *, model, joint_names, sources, fit_rms, settings, floating_base,
+                   gravity, **extra):
     """The weights.json object: the estimator's ``fields`` (kkt_fields, data_fields),
     the inputs, ``extra`` keys (reoptimized_rms, true_weights, l1_error, motions) and
     versions."""
     return {"schema": SCHEMA, **fields, "model": model, "joint_names": list(joint_names),
+            "floating_base": floating_base, "gravity": [float(g) for g in gravity],
             "source": [str(source) for source in sources], "fit_rms": fit_rms, **extra,
             "settings": settings, "versions": versions()}
 

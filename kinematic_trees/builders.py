@@ -3,7 +3,9 @@ for testing, and the Franka Emika Panda arm.
 
 Every builder returns a ``KinematicTree``; pass it to ``compile_tree`` for the engine.
 ``floating_base`` (None, fixed base, by default) puts six virtual joints under the base
-link (``add_floating_base``; e.g. "xyz_zyx").
+link (``add_floating_base``; e.g. "xyz_zyx"). ``gravity`` (None: (0, 0, -9.81), the z-up
+default) is the gravity the tree carries (``KinematicTree.gravity``), which
+``compile_tree`` uses unless given another.
 """
 from numbers import Real
 
@@ -14,24 +16,25 @@ from .graph import KinematicTree
 from .inertia import inertia_matrix, rpy_matrix
 
 
-def two_link_planar(floating_base=None):
+def two_link_planar(floating_base=None, gravity=None):
     """The classic planar two-link arm (rods of 1 m and 1 kg, both joints about z).
 
     Base "base"; "joint1" at the base origin moves "link1"; "joint2" at (1, 0, 0) in link1
     moves "link2". Each link: m = 1 kg, COM at (0.5, 0, 0), rotational inertia about the
     COM diag(0, 1/12, 1/12) kg m^2 (a thin rod along x, so I_zz = m l^2 / 12).
 
-    The arm moves in the x-y plane, so the textbook numbers need gravity along -y; compile
-    it with ``compile_tree(two_link_planar(), gravity=(0, -9.81, 0))``. At q = (30 deg,
+    The arm moves in the x-y plane, so the textbook numbers need gravity along -y: build it
+    with ``two_link_planar(gravity=(0, -9.81, 0))`` (it carries (0, 0, -9.81), gravity
+    along its joint axes, by default, as every builder does). At q = (30 deg,
     60 deg) the joint-space inertia matrix is then M = [[2.16667, 0.58333], [0.58333,
     0.33333]] and the gravity torque g(q) = (12.7436, 0) N m.
 
     >>> from kinematic_trees import compile_tree
-    >>> model = compile_tree(two_link_planar(), gravity=(0, -9.81, 0))
-    >>> model.link_names, model.placement_p.tolist()
-    (('link1', 'link2'), [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
+    >>> model = compile_tree(two_link_planar(gravity=(0, -9.81, 0)))
+    >>> model.link_names, model.placement_p.tolist(), model.gravity.tolist()
+    (('link1', 'link2'), [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]], [0.0, -9.81, 0.0])
     """
-    tree = KinematicTree()
+    tree = KinematicTree(gravity=gravity)
     tree.add_link("base")
     rod = np.diag([0.0, 1.0 / 12.0, 1.0 / 12.0])
     for i, parent, xyz in ((1, "base", (0.0, 0.0, 0.0)), (2, "link1", (1.0, 0.0, 0.0))):
@@ -40,7 +43,7 @@ def two_link_planar(floating_base=None):
     return add_floating_base(tree, floating_base)
 
 
-def serial_chain(n, floating_base=None):
+def serial_chain(n, floating_base=None, gravity=None):
     """The paper's serial chain of ``n`` revolute links.
 
     Each link is 1 m long along its local x, with m = 5 kg, COM at (0.5, 0, 0) and
@@ -55,7 +58,7 @@ def serial_chain(n, floating_base=None):
     """
     n = _count("serial_chain", n)
     width = len(str(n))
-    tree = KinematicTree()
+    tree = KinematicTree(gravity=gravity)
     tree.add_link("base")
     parent = "base"
     for i in range(1, n + 1):
@@ -69,7 +72,7 @@ def serial_chain(n, floating_base=None):
 
 
 def random_tree(n, branching=0.3, prismatic_fraction=0.25, fixed_fraction=0.15, seed=0,
-                floating_base=None):
+                floating_base=None, gravity=None):
     """A random, valid tree with ``n`` movable joints, deterministic in ``seed``.
 
     About ``fixed_fraction * n`` extra fixed joints carry massive links (so fixed-joint
@@ -97,7 +100,7 @@ def random_tree(n, branching=0.3, prismatic_fraction=0.25, fixed_fraction=0.15, 
     total = n + n_fixed
     fixed = set(rng.choice(total, size=n_fixed, replace=False).tolist())
     width = len(str(total))
-    tree = KinematicTree()
+    tree = KinematicTree(gravity=gravity)
     links = ["base"]
     tree.add_link("base")
     for k in range(total):
@@ -201,7 +204,7 @@ _PANDA_JOINTS = (
 )
 
 
-def panda(floating_base=None):
+def panda(floating_base=None, gravity=None):
     """The 7-DoF Franka Emika Panda arm, base "panda_link0", joints "panda_joint1".."7".
 
     Kinematic and inertial parameters are those of example-robot-data's ``panda.urdf``
@@ -216,7 +219,7 @@ def panda(floating_base=None):
     >>> model.nv, round(float(model.mass[6]), 6)
     (7, 1.495522)
     """
-    tree = KinematicTree()
+    tree = KinematicTree(gravity=gravity)
     for link, (mass, com, inertia) in _PANDA_LINKS.items():
         tree.add_link(link, mass=mass, com=com, inertia=inertia_matrix(*inertia))
     for name, joint_type, parent, child, xyz, rpy, axis, lower, upper in _PANDA_JOINTS:

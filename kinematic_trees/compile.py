@@ -15,7 +15,7 @@ import networkx as nx
 import numpy as np
 
 from .floating_base import add_floating_base
-from .graph import KinematicTree, ModelError, no_overflow
+from .graph import KinematicTree, ModelError, checked_gravity, no_overflow
 from .inertia import lump, rotate_inertia, spatial_inertia
 from .joint_types import JOINT_PRISMATIC, JOINT_REVOLUTE
 
@@ -91,10 +91,12 @@ class CompiledTree(NamedTuple):
         return len(self.parent)
 
 
-def compile_tree(tree, gravity=(0.0, 0.0, -9.81), floating_base=None):
+def compile_tree(tree, gravity=None, floating_base=None):
     """Validate ``tree`` and compile it into a ``CompiledTree``.
 
-    gravity : (3,) gravity acceleration in the base frame, m/s^2.
+    gravity : None (the tree's own, ``tree.gravity``: (0, 0, -9.81) for a z-up robot,
+        (0, -9.81, 0) for the y-up human) or (3,) gravity acceleration in the base frame,
+        m/s^2, which overrides it; the model states it as ``model.gravity``.
     floating_base : None (fixed base) or one of ``FLOATING_BASES``: compile a copy of the
         tree with six virtual joints carrying its root (``add_floating_base``); ``tree``
         itself is not changed.
@@ -105,6 +107,8 @@ def compile_tree(tree, gravity=(0.0, 0.0, -9.81), floating_base=None):
     (3, [-1, 0, 1], [3, 3, 3])
     >>> compile_tree(serial_chain(3), floating_base="xyz_zyx").nv
     9
+    >>> compile_tree(serial_chain(3), gravity=(0, -9.81, 0)).gravity.tolist()
+    [0.0, -9.81, 0.0]
     """
     if not isinstance(tree, KinematicTree):
         raise ModelError(f"tree: expected a KinematicTree (a builder, load_urdf or "
@@ -112,7 +116,7 @@ def compile_tree(tree, gravity=(0.0, 0.0, -9.81), floating_base=None):
     if floating_base is not None:
         tree = add_floating_base(tree.copy(), floating_base)
     tree.validate()
-    gravity = _frozen(_gravity(gravity), np.float64)
+    gravity = checked_gravity(tree.gravity if gravity is None else gravity)
     with no_overflow("compile_tree"):
         return _compile(tree, gravity)
 
@@ -158,17 +162,6 @@ def _compile(tree, gravity):
         base_name=base,
         frames=_merged_frames(graph, base, body_of, pose_in_body, index),
     )
-
-
-def _gravity(gravity):
-    """(3,) finite float64 gravity vector, else ModelError."""
-    try:
-        g = np.array(gravity, dtype=float)
-    except (TypeError, ValueError):
-        g = None
-    if g is None or g.shape != (3,) or not np.all(np.isfinite(g)):
-        raise ModelError(f"gravity: expected 3 finite numbers, got {gravity!r}")
-    return g
 
 
 def _frozen(values, dtype):

@@ -29,6 +29,7 @@ roll: singular only when pitched upright by 90 deg).
 Names, for a root link R: the new fixed root is "R_world"; the joints are "R_tx", "R_ty",
 "R_tz" and "R_r<a1>", "R_r<a2>", "R_r<a3>" (e.g. "R_rz"); the five massless links between
 them carry the names of the joints that move them; the last joint moves R itself.
+``floating_base_joints(model)`` finds them in a compiled model by these names.
 """
 from .graph import KinematicTree, ModelError
 
@@ -83,3 +84,25 @@ def add_floating_base(tree, floating_base):
     name, joint_type, axis = joints[-1]
     tree.add_joint(name, parent, root, joint_type, axis=axis)
     return tree
+
+
+def floating_base_joints(model):
+    """Indices, in a CompiledTree, of the virtual joints of its floating base (the joints
+    "R_tx", ..., "R_r<a3>" that ``add_floating_base`` put under the root link R of a model
+    whose base is "R_world"), in joint order; () for a fixed base. Those of them locked
+    since are not joints of the model any more, and not listed.
+
+    >>> from kinematic_trees import compile_tree, serial_chain
+    >>> floating_base_joints(compile_tree(serial_chain(2, floating_base="xyz_zyx")))
+    (0, 1, 2, 3, 4, 5)
+    """
+    from .compile import CompiledTree   # compile imports this module
+    if not isinstance(model, CompiledTree):
+        raise ModelError(f"model: expected a CompiledTree (compile_tree), got "
+                         f"{type(model).__name__}")
+    world = "_world"
+    root = model.base_name[:-len(world)] if model.base_name.endswith(world) else None
+    if root is None or root not in model.link_names:
+        return ()
+    names = {f"{root}_t{a}" for a in "xyz"} | {f"{root}_r{a}" for a in "xyz"}
+    return tuple(j for j, name in enumerate(model.joint_names) if name in names)

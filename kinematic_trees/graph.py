@@ -71,6 +71,12 @@ INERTIA_TOLERANCE_ATOL = 1e-9
 """kg m^2 (1 g at a 1 mm radius of gyration): the absolute floor of the tolerance, for the
 dummy links of real files (1e-6 kg, moments of 1e-8 kg m^2)."""
 
+Z_UP_GRAVITY = (0.0, 0.0, -9.81)
+"""Gravity of a z-up model (robots, URDF's convention), m/s^2 in the base frame: what a
+tree carries unless told otherwise."""
+Y_UP_GRAVITY = (0.0, -9.81, 0.0)
+"""Gravity of a y-up model (OpenSim's axes: example-robot-data's human), m/s^2."""
+
 
 class ModelError(ValueError):
     """An invalid kinematic tree; the message names the link or joint and what is wrong."""
@@ -198,6 +204,18 @@ def _checked_mimic(mimic, where):
             float(_array(offset, (), f"{where}: mimic offset")))
 
 
+def checked_gravity(gravity):
+    """``gravity`` as a read-only (3,) float64 array of finite numbers, else ModelError."""
+    try:
+        g = np.array(gravity, dtype=float)
+    except (TypeError, ValueError):
+        g = None
+    if g is None or g.shape != (3,) or not np.all(np.isfinite(g)):
+        raise ModelError(f"gravity: expected 3 finite numbers, got {gravity!r}")
+    g.setflags(write=False)
+    return g
+
+
 def _limit(value, what):
     """A position limit: any float but NaN (+-inf means no limit)."""
     try:
@@ -222,31 +240,44 @@ class KinematicTree:
         instead of accepting it with an InertiaWarning (module docstring).
     project_inertia : store such inertias projected onto the nearest consistent one
         (``inertia.consistent_inertia``) instead of as given.
+    gravity : (3,) the model's gravity acceleration in its base frame, m/s^2, along its
+        "down" (None: Z_UP_GRAVITY, (0, 0, -9.81)); ``compile_tree`` uses it unless told
+        otherwise. Readable and settable as ``tree.gravity`` (a read-only array).
 
     >>> tree = KinematicTree()
     >>> tree.add_link("base")
     >>> tree.add_link("arm", mass=1.0, com=(0.5, 0.0, 0.0))
     >>> tree.add_joint("shoulder", "base", "arm", "revolute", axis=(0, 0, 2))
-    >>> tree.root, tree.graph.edges["base", "arm"]["axis"]
-    ('base', array([0., 0., 1.]))
+    >>> tree.root, tree.graph.edges["base", "arm"]["axis"], tree.gravity
+    ('base', array([0., 0., 1.]), array([ 0.  ,  0.  , -9.81]))
     """
 
-    def __init__(self, *, strict=False, project_inertia=False):
+    def __init__(self, *, strict=False, project_inertia=False, gravity=None):
         self.graph = nx.DiGraph()
         self.strict = bool(strict)
         self.project_inertia = bool(project_inertia)
+        self.gravity = gravity
         self._reported_inertias = {}  # link -> inertia already reported by an InertiaWarning
+
+    @property
+    def gravity(self):
+        """The model's gravity acceleration in its base frame, (3,) float64, m/s^2."""
+        return self._gravity
+
+    @gravity.setter
+    def gravity(self, value):
+        self._gravity = checked_gravity(Z_UP_GRAVITY if value is None else value)
 
     def __repr__(self):
         return (f"KinematicTree({self.graph.number_of_nodes()} links, "
                 f"{self.graph.number_of_edges()} joints)")
 
     @classmethod
-    def from_graph(cls, graph, *, strict=False, project_inertia=False):
+    def from_graph(cls, graph, *, strict=False, project_inertia=False, gravity=None):
         """Validated copy of a ``networkx.DiGraph`` that follows the module table.
 
         Missing link attributes default to a massless link; joints need at least
-        ``name`` and ``type``. strict, project_inertia: as for the constructor.
+        ``name`` and ``type``. strict, project_inertia, gravity: as for the constructor.
         ModelError for an undirected graph and for a multigraph with two joints into one
         link (a tree has one joint per link).
         """
@@ -257,14 +288,16 @@ class KinematicTree:
                              f"per joint), got {kind}")
         if graph.is_multigraph():
             _check_single_parents(graph)  # before DiGraph() merges parallel joints
-        tree = cls(strict=strict, project_inertia=project_inertia)
+        tree = cls(strict=strict, project_inertia=project_inertia, gravity=gravity)
         tree.graph = nx.DiGraph(graph)
         tree.validate()
         return tree
 
     def copy(self):
-        """An independent copy (graph, attribute dicts, options and the inertias reported)."""
-        tree = type(self)(strict=self.strict, project_inertia=self.project_inertia)
+        """An independent copy (graph, attribute dicts, options, gravity and the inertias
+        reported)."""
+        tree = type(self)(strict=self.strict, project_inertia=self.project_inertia,
+                          gravity=self.gravity)
         tree.graph = self.graph.copy()
         tree._reported_inertias = dict(self._reported_inertias)
         return tree

@@ -27,7 +27,7 @@ MIMIC_MODES = ("independent", "lock", "couple")
 
 
 def load_urdf(source, *, lock=None, mimic="independent", floating_base=None, strict=False,
-              project_inertia=False):
+              project_inertia=False, gravity=None):
     """Build a KinematicTree from a URDF file path (str or Path) or an XML string.
 
     lock : {joint name: position (rad or m)}; those joints become fixed at that position
@@ -47,6 +47,9 @@ def load_urdf(source, *, lock=None, mimic="independent", floating_base=None, str
         inconsistent inertias within the tolerance are kept and reported once per link by
         an ``InertiaWarning``, refused with ``strict=True``, projected onto the nearest
         consistent inertia with ``project_inertia=True``.
+    gravity : the gravity the tree carries (``KinematicTree.gravity``), m/s^2 in the root
+        link's frame; None: (0, 0, -9.81), URDF's z-up convention (a y-up file such as
+        example-robot-data's human needs (0, -9.81, 0): ``kinematic_trees.human`` says so).
 
     >>> tree = load_urdf('''<robot name="pendulum">
     ...   <link name="base"/>
@@ -66,7 +69,7 @@ def load_urdf(source, *, lock=None, mimic="independent", floating_base=None, str
     unknown = sorted(set(lock) - {joint.get("name") for joint in joints})
     if unknown:
         raise ModelError(f"lock: no joint named {unknown} in the URDF")
-    tree = KinematicTree(strict=strict, project_inertia=project_inertia)
+    tree = KinematicTree(strict=strict, project_inertia=project_inertia, gravity=gravity)
     for link in robot.findall("link"):
         _add_link(tree, link)
     for joint in joints:

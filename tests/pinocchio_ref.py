@@ -81,7 +81,7 @@ def pinocchio_from_urdf(path, joint_names, lock=None):
     return pin_model, perm
 
 
-def floating_from_urdf(path, axes, joint_names, composite=True):
+def floating_from_urdf(path, axes, joint_names, composite=True, gravity=GRAVITY):
     """Pinocchio's parse of a URDF whose root link moves like our floating base.
 
     The six coordinates of ``kinematic_trees.add_floating_base`` (axes of the rotations,
@@ -95,7 +95,8 @@ def floating_from_urdf(path, axes, joint_names, composite=True):
     joints do not. joint_names : our joint order, the six virtual joints first, then the
     URDF's joints, matched by name.
 
-    Returns (pin_model, perm) as ``pinocchio_from_urdf``, gravity (0, 0, -9.81).
+    Returns (pin_model, perm) as ``pinocchio_from_urdf``, with ``gravity`` (default
+    (0, 0, -9.81); the y-up human's is (0, -9.81, 0)).
     """
     joints = [getattr(pinocchio, f"JointModel{name}")()
               for name in [f"P{a}" for a in "XYZ"] + [f"R{a}" for a in axes.upper()]]
@@ -117,7 +118,7 @@ def floating_from_urdf(path, axes, joint_names, composite=True):
                                           pinocchio.SE3.Identity())
         virtual = [pin_model.joints[pin_model.getJointId(name)].idx_q
                    for name in joint_names[:6]]
-    pin_model.gravity = pinocchio.Motion(GRAVITY, np.zeros(3))
+    pin_model.gravity = pinocchio.Motion(np.asarray(gravity, dtype=np.float64), np.zeros(3))
     perm = np.array(virtual + [pin_model.joints[pin_model.getJointId(name)].idx_q
                                for name in joint_names[6:]], dtype=np.int64)
     if pin_model.nq != pin_model.nv or sorted(perm) != list(range(pin_model.nv)):

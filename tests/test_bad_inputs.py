@@ -169,6 +169,19 @@ BAD_INPUTS = [
     ("cmtm.link_poses", "[issue12-2] links not in depth-first pre-order",
      lambda: cmtm.link_poses(tampered(parent=[-1, -1, 0], subtree_end=[3, 2, 3]), np.zeros(3)),
      R, r"model.parent: expected links in depth-first pre-order .*got parent = \[-1, -1, 0\]"),
+    ("cmtm.point_motion", "a point on a link the model lacks",
+     lambda: cmtm.point_motion(chain3(), stack(chain3(), 2), [("hand", (0, 0, 0))]),
+     R, r"points: expected a link of the model \(link1, link2, link3, or an index in 0..2\), "
+        r"got 'hand'"),
+    ("cmtm.point_motion", "one (link, xyz) pair not in a list",
+     lambda: cmtm.point_motion(chain3(), stack(chain3(), 2), ("link1", (0, 0, 0))),
+     R, r"points: expected a non-empty sequence of \(link, \(x, y, z\)\) pairs"),
+    ("cmtm.point_jacobian", "one derivative order too few",
+     lambda: cmtm.point_jacobian(chain3(), stack(chain3(), 2), [(0, (0, 0, 0))], order=1),
+     R, r"q_stack: expected at least 3 derivative orders"),
+    ("cmtm.point_jacobian", "a point on the fixed base",
+     lambda: cmtm.point_jacobian(chain3(), stack(chain3(), 2), [("base", (0, 0, 0))]),
+     R, r"points: expected a link that moves, got 'base', fixed to the base"),
     ("cmtm.jacobians", "[issue12-2] unknown joint type code",
      lambda: cmtm.jacobians(tampered(joint_type=[0, 7, 0]), stack(chain3(), 3), "joint_velocity"),
      R, r"model.joint_type: expected codes \(0, 1\) .*got joint_type\[1\] = 7"),
@@ -312,6 +325,9 @@ BAD_INPUTS = [
     ("kinematic_trees.add_floating_base", "no tree",
      lambda: kt.add_floating_base(None, "xyz_zyx"),
      M, r"tree: expected a KinematicTree, got NoneType"),
+    ("kinematic_trees.floating_base_joints", "a tree, not a compiled model",
+     lambda: kt.floating_base_joints(kt.serial_chain(2, floating_base="xyz_zyx")),
+     M, r"model: expected a CompiledTree \(compile_tree\), got KinematicTree"),
     ("kinematic_trees.coupling", "no model",
      lambda: kt.coupling(None),
      M, r"model: expected a CompiledTree .*got NoneType"),
@@ -460,8 +476,10 @@ ELSEWHERE = {
     "ioc.MotionProblem": "test_direct.py, test_bspline.py (degrees, knots, rest orders)",
     "ioc.read_motion": "test_data.py (every kind of malformed motion file)",
     "ioc.solve": "test_direct.py (weights)",
-    "cmtm optimize": "test_cli_optimize.py (costs, weights, limits, boundary values)",
-    "cmtm ioc": "test_cli_ioc.py, test_batch.py (motions, options against a result.json)",
+    "cmtm optimize": "test_cli_optimize.py (costs, weights, limits, boundary values), "
+                     "test_cli_human.py (subsets, points, --joints, --gravity)",
+    "cmtm ioc": "test_cli_ioc.py, test_batch.py (motions, options against a result.json), "
+                "test_cli_human.py (subsets, points, --joints, --gravity)",
     "cmtm demo": "test_demo.py (--out naming a file)",
     "cmtm view": "test_view.py (inputs, joints against the model, --out, --trial)",
 }
@@ -480,7 +498,7 @@ ENTRY_POINTS = (
     + [f"kinematic_trees.{name}" for name in kt.__all__
        if name not in ("FLOATING_BASES", "JOINT_PRISMATIC", "JOINT_REVOLUTE", "JOINT_TYPES",
                        "MIMIC_MODES", "CompiledTree", "InertiaWarning", "ModelError",
-                       "example_robots_dir")]
+                       "Y_UP_GRAVITY", "Z_UP_GRAVITY", "example_robots_dir")]
     + [f"ioc.{name}" for name in ioc.__all__]
     + [f"cmtm {name}" for name in cli_commands()])
 

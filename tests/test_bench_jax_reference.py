@@ -91,3 +91,15 @@ def test_jitted_jacobian_matches_eager(chain3):
     jitted = jax_reference.jacobian_function(chain3, "joint_torque", 1)(q_stack)
     eager = jax_reference.jacobian_function(chain3, "joint_torque", 1, jit=False)(q_stack)
     assert_close(jitted, eager, rel=1e-13)   # same operations, possibly fused differently
+
+
+def test_jax_point_jacobian_matches_cmtm_point_jacobian():
+    """The hand-jerk bench's JAX baseline (forward kinematics of the points, Taylor mode,
+    jacfwd) against cmtm.point_jacobian at order 2 (the jerk), two points of a 4-joint tree
+    with a prismatic joint (one model and order: eager Taylor mode takes seconds each)."""
+    model = kt.compile_tree(kt.random_tree(4, seed=3, prismatic_fraction=0.5))
+    assert set(model.joint_type.tolist()) == {0, 1}
+    points = [(1, (0.1, -0.2, 0.3)), (model.nv - 1, (0.0, 0.4, -0.1))]
+    q_stack = random_stack(model, 4, seed=4)
+    J_jax = jax_reference.point_jacobian_function(model, points, 2, jit=False)(q_stack)
+    assert_close(J_jax, cmtm.point_jacobian(model, q_stack, points, 2))

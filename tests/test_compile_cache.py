@@ -46,7 +46,7 @@ def kernel_calls(monkeypatch):
 
 
 def test_units_run_disjoint_kernels_that_cover_the_api(kernel_calls):
-    assert len(API_KERNELS) == 9
+    assert len(API_KERNELS) == 10
     model, q_stack = small_model_and_stack()
     for name, unit in UNITS.items():
         kernel_calls.clear()
@@ -96,6 +96,9 @@ def test_each_kernel_sees_one_signature_over_models_and_inputs(kernel_calls):
             for quantity in cmtm.QUANTITIES:
                 each(cmtm.jacobian, cmtm.jacobian_input_orders(quantity, order), quantity,
                      order=order)
+            points = [(0, (0.1, 0.2, 0.3)), (model.link_names[-1], [0, 0, 1])]
+            each(cmtm.point_motion, order + 2, points, order=order)
+            each(cmtm.point_jacobian, order + 2, points, order=order)
     assert set(kernel_calls) == {*API_KERNELS, "jacobian_sizes"}
     assert {name: len(types) for name, types in kernel_calls.items()
             if name != "jacobian_sizes"} == dict.fromkeys(API_KERNELS, 1)
@@ -139,6 +142,9 @@ with event.install_listener("numba:compile", Recorder()):
                 K = cmtm.jacobian_input_orders(quantity, order)
                 cmtm.jacobian(model, stack[0, :K], quantity, order=order)
         list(cmtm.jacobian_chunks(model, stack, ("joint_force", "joint_torque"), 1, chunk=2))
+        for order in (0, 3):
+            cmtm.point_motion(model, stack, [(model.nv - 1, (0, 0, 1))], order=order)
+            cmtm.point_jacobian(model, stack[0, :order + 2], [(0, (1, 0, 0))] * 2, order=order)
 print(json.dumps(compiled))
 """
 

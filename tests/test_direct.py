@@ -183,7 +183,7 @@ def test_urdf_branching_tree_with_prismatic_joint_optimizes(tree12):
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(costs="joint_snapp"), "cost: expected one of"),
-    (dict(costs="joint_velocity:2[link1]"), "link subset"),
+    (dict(costs="joint_velocity:2[link1]"), "expected joint names of the model"),
     (dict(costs="joint_jerk", degree=3), "use degree >= 4"),
     (dict(costs="joint_velocity:4", degree=5), "use degree >= 6"),
     (dict(costs="joint_jerk", control_points=4), "control"),

@@ -76,7 +76,8 @@ def test_option_of_builders_load_urdf_human_and_compile_tree_agree():
     via_compile = kt.compile_tree(tree, floating_base="xyz_zyx")
     assert kt.compile_tree(tree).nv == 36  # compile_tree floats a copy
     for model in (kt.compile_tree(kt.human(floating_base="xyz_zyx")),
-                  kt.compile_tree(kt.load_urdf(urdf_path("human"), floating_base="xyz_zyx"))):
+                  kt.compile_tree(kt.load_urdf(urdf_path("human"), floating_base="xyz_zyx",
+                                               gravity=(0, -9.81, 0)))):
         assert_models_equal(model, via_compile, atol=0.0)
     for builder in (kt.two_link_planar, kt.panda, lambda **o: kt.serial_chain(3, **o),
                     lambda **o: kt.random_tree(5, **o)):
@@ -103,7 +104,8 @@ def test_floating_human_torques_and_mass_matrix_match_pinocchio_composite(floati
                                                                           option):
     model = floating_human[option]
     pin_model, perm = pinocchio_ref.floating_from_urdf(
-        urdf_path("human"), kt.floating_base.rotation_axes(option), model.joint_names)
+        urdf_path("human"), kt.floating_base.rotation_axes(option), model.joint_names,
+        gravity=model.gravity)
     q_stack = random_stack(model, 3, n_samples=3, seed=7)
     tau = cmtm.inverse_dynamics(model, q_stack)[:, 0]
     M = cmtm.mass_matrix(model, q_stack[:, 0])
@@ -124,9 +126,11 @@ def test_floating_human_rnea_derivatives_match_pinocchio(floating_human, option)
     model = floating_human[option]
     axes = kt.floating_base.rotation_axes(option)
     separate, perm = pinocchio_ref.floating_from_urdf(urdf_path("human"), axes,
-                                                      model.joint_names, composite=False)
+                                                      model.joint_names, composite=False,
+                                                      gravity=model.gravity)
     composite, composite_perm = pinocchio_ref.floating_from_urdf(urdf_path("human"), axes,
-                                                                 model.joint_names)
+                                                                 model.joint_names,
+                                                                 gravity=model.gravity)
     q_stack = random_stack(model, 3, n_samples=2, seed=8)
     dtau = cmtm.jacobian(model, q_stack, "joint_torque", order=0)[:, 0]  # (2, nv, 3, nv)
 

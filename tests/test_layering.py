@@ -22,7 +22,7 @@ from cmtm import naive, reference
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = {"spatial", "taylor", "cmtm_matrix", "kinematics", "dynamics", "comprehensive", "rnea",
            "rnea_derivatives", "kernel_model", "structured_jacobians", "torque_jacobian",
-           "velocity_derivatives", "_jit"}
+           "velocity_derivatives", "point_motion", "_jit"}
 KERNEL_ALLOWED = {"numpy", "numba", "math", "cmtm", "__future__", "typing"}
 """What the kernel modules may import (typing: the NamedTuple workspaces)."""
 COMPILER_ALLOWED = {"gc"}

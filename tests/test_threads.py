@@ -21,6 +21,7 @@ from cmtm import api, rnea
 from cmtm._jit import _fetch_add_python, claim_samples
 from cmtm.comprehensive import link_poses_kernel, link_poses_workspace
 from cmtm.rnea_derivatives import torque_derivatives_kernel, torque_derivatives_workspace
+from cmtm.point_motion import point_kernel, point_workspace
 from cmtm.velocity_derivatives import velocity_derivatives_kernel, velocity_derivatives_workspace
 
 SAMPLES = 50
@@ -28,9 +29,13 @@ SAMPLES = 50
 ORDER0 = {"inverse_dynamics": lambda model, q: cmtm.inverse_dynamics(model, q, order=0),
           "mass_matrix": lambda model, q: cmtm.mass_matrix(model, q[:, 0]),
           "link_poses": lambda model, q: cmtm.link_poses(model, q[:, 0]),
-          "link_velocity_jacobian": lambda model, q: cmtm.jacobian(model, q, "link_velocity")}
+          "link_velocity_jacobian": lambda model, q: cmtm.jacobian(model, q, "link_velocity"),
+          "point_jacobian": lambda model, q: cmtm.point_jacobian(model, q, POINTS)}
 KINDS = {"inverse_dynamics": ("rnea", ()), "mass_matrix": ("crba", ()),
-         "link_poses": ("link_poses", ()), "link_velocity_jacobian": ("velocity_derivatives", (0,))}
+         "link_poses": ("link_poses", ()), "link_velocity_jacobian": ("velocity_derivatives", (0,)),
+         "point_jacobian": ("point_jacobian", (0,))}
+POINTS = [(0, (0.1, 0.2, 0.3)), (3, (0.0, -0.4, 0.2))]
+"""Two points of the point Jacobian's calls (links 0 and 3)."""
 """The api's workspace kind and sizes (the order) of each function's kernel."""
 
 
@@ -51,12 +56,20 @@ def kernel_run(function, kernel, q, n_chunks):
         def allocate(kernel_model, n_slots):
             return velocity_derivatives_workspace(kernel_model, 0, n_slots)
         args = (q, np.zeros((n_samples, 1, 6 * nv, 2, nv)), np.empty(n_samples, np.bool_))
+    elif function == "point_jacobian":
+        kernel_call = point_kernel
+
+        def allocate(kernel_model, n_slots):
+            return point_workspace(kernel_model, 0, n_slots)
+        link, r = np.array([i for i, _ in POINTS]), np.array([x for _, x in POINTS])
+        args = (q, link, r, np.empty((n_samples, 1, 2, 3)),
+                np.zeros((n_samples, 1, 6, 2, nv)), np.empty(n_samples, np.bool_))
     else:
         kernel_call, allocate, args = link_poses_kernel, link_poses_workspace, \
             (q0, np.empty((n_samples, nv, 3, 3)), np.empty((n_samples, nv, 3)))
     run_in_chunks(kernel_call, kernel, [allocate(kernel, 1) for _ in range(n_chunks)],
                   n_samples, *args)
-    return args[1:]
+    return args[3:] if function == "point_jacobian" else args[1:]
 
 
 @pytest.mark.parametrize("function", sorted(ORDER0))
@@ -116,6 +129,9 @@ def test_kernels_allocate_nothing(panda, kernel_allocations):
         R, p = np.empty((n_samples, panda.nv, 3, 3)), np.empty((n_samples, panda.nv, 3))
         J_v = np.zeros((n_samples, 1, 6 * panda.nv, 2, panda.nv))
         finite = np.empty(n_samples, dtype=np.bool_)
+        point_arrays = (np.array([0, 3]), np.array([x for _, x in POINTS]),
+                        np.empty((n_samples, 1, 2, 3)), np.zeros((n_samples, 1, 6, 2, panda.nv)),
+                        finite)
         for kernel_call, ws, arrays in (
                 (rnea.rnea_kernel, rnea.rnea_workspace(kernel, n_chunks), (q, tau)),
                 (rnea.crba_kernel, rnea.crba_workspace(kernel, n_chunks), (q0, M)),
@@ -123,7 +139,8 @@ def test_kernels_allocate_nothing(panda, kernel_allocations):
                  torque_derivatives_workspace(kernel, n_chunks), (q, J, finite)),
                 (link_poses_kernel, link_poses_workspace(kernel, n_chunks), (q0, R, p)),
                 (velocity_derivatives_kernel,
-                 velocity_derivatives_workspace(kernel, 0, n_chunks), (q, J_v, finite))):
+                 velocity_derivatives_workspace(kernel, 0, n_chunks), (q, J_v, finite)),
+                (point_kernel, point_workspace(kernel, 0, n_chunks), (q, *point_arrays))):
             last = n_samples // n_chunks                     # the first of n_chunks chunks
             args = (kernel, ws, 0, claim_all(last), last) + arrays
             kernel_count, no_op_count = kernel_allocations(kernel_call, args)

@@ -76,8 +76,10 @@ def test_human_urdf_loads_with_36_revolute_joints():
 
 
 def test_human_builder_is_the_human_urdf():
+    """The same model, but for gravity: the y-up human's (0, -9.81, 0)."""
     assert_models_equal(kt.compile_tree(kt.human()),
-                        kt.compile_tree(kt.load_urdf(urdf_path("human"))), atol=0.0)
+                        kt.compile_tree(kt.load_urdf(urdf_path("human"), gravity=(0, -9.81, 0))),
+                        atol=0.0)
 
 
 def test_human_without_example_robot_data_says_how_to_install(monkeypatch, tmp_path):
