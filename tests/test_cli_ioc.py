@@ -98,7 +98,7 @@ def test_precompile_runs_where_the_trials_run(synthetic, monkeypatch, backend, s
                         lambda jobs=None, units=None: asked["here"].append(units))
     monkeypatch.setattr(batch, "precompile_on_workers",
                         lambda address, units: asked["workers"].append((address, units)))
-    settings = SimpleNamespace(backend=backend, scheduler=scheduler, pool=pool)
+    settings = SimpleNamespace(backend=backend, scheduler=scheduler, pool=pool, costs=None)
     paths = [synthetic.optimized / "result.json"] * n_paths
     precompile_trials(paths, settings, None)
     units = result_units([synthetic.optimized])
@@ -268,7 +268,6 @@ BAD_RESULT_OPTIONS = {  # extra arguments, part of the message
     "other model": (["--model", "chain4"], "--model chain4 differs from the recorded chain3"),
     "other spline": (["--control-points", "13"], "--control-points 13 differs"),
     "other limits": (["--limits", "-5,5"], "--limits [-5.0, 5.0] differs"),
-    "other costs": (["--costs", "joint_jerk"], "--costs ['joint_jerk'] differs"),
     "data estimator": (["--estimator", "data"], "--estimator data: expected measured motions"),
     "noise": (["--noise", "0.1"], "--noise, --degrees: apply to measured motions"),
 }
