@@ -24,6 +24,7 @@ WATCH_SECONDS when the batch process is gone, even killed (:func:`worker_setup`)
 """
 import glob
 import hashlib
+import logging
 import os
 import signal
 import socket
@@ -446,18 +447,21 @@ _watching = []
 
 def worker_setup(batch_pid):
     """Set up a process that runs trials for the batch process ``batch_pid`` on this
-    machine (loky's initializer; the first trial on a Dask worker): it ignores Ctrl-C,
-    which reaches every process of the terminal's group while the batch process handles
-    it and stops its workers, and a thread ends it within WATCH_SECONDS once the batch
-    process is gone, also when killed (without it loky's idle workers lived 300 s). Does
-    nothing in the batch process itself, in a worker started by another process (a Dask
-    cluster's, on its own) or the second time."""
+    machine (loky's initializer, ``Client.run`` on a local Dask cluster's workers, and
+    every trial, for a worker that joins later): it ignores Ctrl-C, which reaches every
+    process of the terminal's group while the batch process handles it and stops its
+    workers; a thread ends it within WATCH_SECONDS once the batch process is gone, also
+    when killed (without it loky's idle workers lived 300 s); and a Dask worker logs
+    errors only (its warnings about the tasks a stopped batch cancels would follow the
+    interrupt's one line). Does nothing in the batch process itself, in a worker started
+    by another process (a Dask cluster's own) or the second time."""
     if batch_pid is None or os.getpid() == batch_pid or os.getppid() != batch_pid \
             or _watching:
         return
     _watching.append(batch_pid)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logging.getLogger("distributed").setLevel(logging.ERROR)   # "task cancelled" warnings
     threading.Thread(target=_exit_without, args=(batch_pid,), daemon=True,
                      name="cmtm-batch-watch").start()
 
@@ -543,15 +547,16 @@ def summary_rows(outcomes, costs):
 
 @contextmanager
 def parallel_backend(backend, scheduler):
-    """joblib's backend for a batch: loky (joblib's default; its workers set up by
-    :func:`worker_setup`) or Dask at ``scheduler``."""
+    """joblib's backend for a batch: loky (joblib's default) or Dask at ``scheduler`` (no
+    address: a local cluster), their workers set up by :func:`worker_setup` as they start
+    (loky's initializer; on Dask, ``Client.run`` in each worker's main thread)."""
     if backend == "loky":
         with joblib.parallel_config(backend="loky", initializer=worker_setup,
                                     initargs=(os.getpid(),)):
             yield
         return
-    client = dask_client()
-    with client(scheduler), joblib.parallel_config(backend="dask"):
+    with dask_client()(scheduler) as client, joblib.parallel_config(backend="dask"):
+        client.run(worker_setup, os.getpid())
         yield
 
 

@@ -132,16 +132,21 @@ def check_jacobians(args):
 # --- compilation ---------------------------------------------------------------------------
 
 def precompile(units, command, quiet=False):
-    """``cmtm.precompile(units=units)``, saying first on stderr (unless ``quiet``) which
-    kernels compile and how long that usually takes, when any is not compiled yet."""
-    notice = compile_notice(units)
-    if notice and not quiet:
-        print(f"cmtm {command}: {notice}", file=sys.stderr, flush=True)
+    """``cmtm.precompile(units=units)``, announced (:func:`announce_compile`)."""
+    announce_compile(command, units, quiet=quiet)
     cmtm.precompile(units=units)
 
 
-def compile_notice(units=None):
-    """What a cold ``cmtm.precompile(units=units)`` (None: every unit) compiles and how
+def announce_compile(command, units=None, jobs=None, quiet=False):
+    """Say on stderr (unless ``quiet``) which kernels ``cmtm.precompile(jobs, units)``
+    will compile and how long that usually takes, when any is not compiled yet."""
+    notice = None if quiet else compile_notice(units, jobs)
+    if notice:
+        print(f"cmtm {command}: {notice}", file=sys.stderr, flush=True)
+
+
+def compile_notice(units=None, jobs=None):
+    """What a cold ``cmtm.precompile(jobs, units)`` (None: every unit) compiles and how
     long that usually takes, or None when every unit is compiled or cached already. The
     time: the longest process's share of the units' cold compile times of
     ``cmtm.compile_cache.UNITS`` (measured on a slow day of this project's 2-core host),
@@ -150,7 +155,7 @@ def compile_notice(units=None):
     cold = [name for name in cache.check_units(units) if not cache.unit_ready(name)]
     if not cold:
         return None
-    groups = cache.balanced_groups(cache.check_jobs(None, len(cold)),
+    groups = cache.balanced_groups(cache.check_jobs(jobs, len(cold)),
                                    {name: cache.UNITS[name] for name in cold})
     seconds = max(sum(cache.UNITS[name].seconds for name in group) for group in groups)
     return (f"compiling the engine's kernels ({', '.join(cold)}) in {len(groups)} "
@@ -618,6 +623,7 @@ def precompile_kernels(args):
     """Compile every kernel of the engine into Numba's on-disk cache, several processes at
     once (cmtm.precompile); later runs load them instead of compiling, and the kernels
     already cached are only loaded."""
+    announce_compile("precompile", jobs=args.jobs)
     result = cmtm.precompile(args.jobs)
     compiled = sum(len(group) for group in result["groups"])
     print(f"every kernel ready in {result['seconds']:.1f} s: {compiled} unit(s) compiled by "

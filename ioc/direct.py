@@ -266,6 +266,7 @@ def solve(problem, weights, theta0=None, options=SolverOptions(), progress=None)
     the absolute stationarity, the multipliers and the history for the weights as given
     (``evaluation``: for the normalised ones).
     """
+    check_problem(problem)
     w = check_weights(weights, len(problem.terms))
     scale = float(w.sum())
     scaled = None if progress is None else \

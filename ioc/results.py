@@ -277,9 +277,14 @@ def write_result(out_dir, record, motion):
 
 
 def _write_trajectory(file, motion):
-    writer = csv.writer(file, lineterminator="\n")
-    writer.writerow(("time",) + tuple(motion.joint_names))
-    writer.writerows(np.column_stack([motion.times, motion.q[:, 0]]).tolist())
+    """trajectory.csv; its header quoted whole when a joint name holds a carriage return,
+    which Python's csv writer leaves unquoted with a newline line end but its reader (and
+    others) split the row at."""
+    header = ("time",) + tuple(motion.joint_names)
+    quoting = csv.QUOTE_ALL if any("\r" in name for name in header) else csv.QUOTE_MINIMAL
+    csv.writer(file, lineterminator="\n", quoting=quoting).writerow(header)
+    csv.writer(file, lineterminator="\n").writerows(
+        np.column_stack([motion.times, motion.q[:, 0]]).tolist())
 
 
 def _write_motion(file, motion):
