@@ -31,7 +31,9 @@ TRIALS = tuple(f"trial{i:02d}" for i in range(1, 13))
 LONG_OPTIMIZE = ["optimize", "--model", "chain3", "--costs", "joint_velocity,joint_jerk,"
                  "joint_torque_rate", "--weights", "1,0.5,0.01", "--samples", "800",
                  "--control-points", "200"]
-"""An optimization that iterates for seconds, one progress line per iteration."""
+"""An optimization that iterates for seconds (22 iterations), one progress line each."""
+PAUSED_OPTIMIZE = [*LONG_OPTIMIZE[:-4], "--samples", "400", "--control-points", "100"]
+"""One that iterates long enough to be paused after its first iteration (~2 s)."""
 WAIT_SECONDS = 120
 GONE_SECONDS = 5.0
 """Every process of a stopped command is gone this soon (workers poll every 0.5 s)."""
@@ -179,32 +181,24 @@ def test_nothing_of_a_killed_batch_outlives_it(trials, tmp_path, sig):
         assert code == -signal.SIGKILL
 
 
-@pytest.mark.dask
-def test_nothing_of_a_killed_dask_batch_outlives_it(trials, tmp_path):
-    pytest.importorskip("dask.distributed")
-    _, _, out, pgid = stop_batch(trials, tmp_path, lambda pid: os.kill(pid, signal.SIGKILL),
-                                 "dask")
-    assert group_gone(pgid) and finished_weights(out)
-
-
 # --- 12, 13: --out locked, and checked before any work ----------------------------------
 
 def test_a_run_into_a_locked_out_is_refused_and_writes_nothing(tmp_path):
     out = tmp_path / "out"
     argv = ["optimize", "--model", "chain3", "--costs", "joint_jerk", "--weights", "1",
-            "--samples", "40", "--control-points", "12", "--out", str(out)]
+            "--samples", "40", "--control-points", "12", "--out", str(out), "--quiet"]
     with results.output_folder(out):             # another run holds it
         code, stdout, stderr = finish(start(argv, tmp_path))
         assert code == 2 and stdout == ""
         assert stderr == f"cmtm optimize: error: --out {out}: {results.LOCKED_OUT}\n"
         assert list(out.iterdir()) == []
-    assert finish(start(argv, tmp_path))[0] == 0          # released: the folder is free
+    assert run(argv)[0] == 0                              # released: the folder is free
 
 
 def test_two_runs_into_one_out_never_mix_their_files(tmp_path):
     """An optimization holds --out (paused by SIGSTOP while it solves, so that it still
     does); a second one into it is refused; resumed, the first writes its whole set."""
-    first = start([*LONG_OPTIMIZE, "--out", "out"], tmp_path)
+    first = start([*PAUSED_OPTIMIZE, "--out", "out"], tmp_path)
     assert first.stderr.readline().startswith("iteration")
     os.killpg(first.pid, signal.SIGSTOP)
     try:
