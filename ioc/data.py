@@ -80,9 +80,9 @@ def read_motion(path, joint_names, degrees=None):
     order mark, as Excel's "CSV UTF-8" writes, is skipped), a header row with a ``time``
     column and one column per joint named as in ``joint_names`` (a label matches a joint
     exactly or, failing that, without surrounding spaces; for a joint named ``time`` the
-    first ``time`` column is the time, the second the joint). OpenSim storage: header lines up to a line ``endheader`` (a line
-    ``inDegrees=yes|no`` sets the unit), then a line of column labels (tab- or
-    space-separated) and whitespace-separated numeric rows.
+    first ``time`` column is the time, the second the joint). OpenSim storage: header
+    lines up to a line ``endheader`` (a line ``inDegrees=yes|no`` sets the unit), then a
+    line of column labels (tab- or space-separated) and whitespace-separated numeric rows.
 
     Extra columns are ignored with a notice and are not parsed; only ``time`` and the joint
     columns must be numeric and finite. Angles are radians unless ``degrees=True`` or the

@@ -8,7 +8,8 @@ import shutil
 import pytest
 
 from ioc import batch
-from ioc_synthetic import NAMES, NOISE_RAD, WEIGHTS, build, ioc_argv, noisy, run, write_csv
+from ioc_synthetic import (NAMES, NOISE_RAD, WEIGHTS, build, ioc_argv, run, write_csv,
+                           write_trials)
 
 TRIALS = tuple(f"trial{i:02d}" for i in range(1, 21))
 SUBSET = "trial0[1-4].csv"
@@ -19,11 +20,7 @@ NOISE = ["--noise", repr(NOISE_RAD)]
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     """Twenty noisy sample sets (seeds 1-20) and a header-only CSV."""
-    case = build(tmp_path_factory.mktemp("batch"))
-    trials = case.folder / "trials"
-    trials.mkdir()
-    for seed, name in enumerate(TRIALS, start=1):
-        write_csv(trials / f"{name}.csv", noisy(case.q, seed))
+    trials = write_trials(build(tmp_path_factory.mktemp("batch")), TRIALS)
     (trials / "corrupt.csv").write_text("time,joint1,joint2,joint3\n", encoding="utf-8")
     return trials
 

@@ -24,7 +24,8 @@ from conftest import ROOT
 from ioc import batch, cli, results
 from ioc.bspline import clamped_knots
 from ioc.data import fit_spline
-from ioc_synthetic import NAMES, NOISE_RAD, TIMES, build, ioc_argv, noisy, run, write_csv
+from ioc_synthetic import (NAMES, NOISE_RAD, TIMES, build, ioc_argv, noisy, run, write_csv,
+                           write_trials)
 
 NOISE = ["--noise", repr(NOISE_RAD)]
 TRIALS = tuple(f"trial{i:02d}" for i in range(1, 13))
@@ -43,11 +44,7 @@ GONE_SECONDS = 5.0
 def trials(tmp_path_factory):
     """Twelve noisy sample sets of the synthetic optimum in a folder."""
     case = build(tmp_path_factory.mktemp("robust"))
-    folder = case.folder / "trials"
-    folder.mkdir()
-    for seed, name in enumerate(TRIALS, start=1):
-        write_csv(folder / f"{name}.csv", noisy(case.q, seed))
-    case.trials = folder
+    case.trials = write_trials(case, TRIALS)
     return case
 
 
