@@ -45,9 +45,8 @@ PAPER = dict(duration=2.0, samples=200, degree=5, control_points=50, start=PAPER
 on every joint, replace the models' own: the Panda's exclude 1.57 for panda_joint4
 ([-3.07, -0.07]) and -1.57 for panda_joint6 ([-0.02, 3.75]); ``cmtm optimize`` keeps a
 model's limits and moves such joints' start and goal inside (ioc.models.default_boundary)."""
-LIMITS_NOTE = ("every joint 1.57 -> -1.57 rad within [-pi, pi], the paper's limits, not the "
-               "models' own (the Panda's exclude 1.57 for panda_joint4 and -1.57 for "
-               "panda_joint6)")
+LIMITS_NOTE = ("every joint 1.57 -> -1.57 rad, limits [-pi, pi]: the paper's, not the "
+               "Panda's own")
 """What the demo says of the limits it uses."""
 COSTS = ("joint_velocity", "joint_acceleration", "joint_jerk", "joint_torque",
          "joint_torque_rate")
