@@ -267,19 +267,39 @@ def malformed_files(folder, optimized):
     return {"quote": quote, "commas": commas, "typed": typed, "nested": nested}
 
 
+def unusable_files(folder):
+    """{name: (path, message)} of well-formed files a trial cannot use, whose errors did
+    not name the file: too few samples for the spline, a duration beyond 1e6 s."""
+    header = "time,joint1,joint2,joint3\n"
+    few = folder / "few.csv"
+    few.write_text(header + "".join(f"{t},1,1,1\n" for t in range(5)), encoding="utf-8")
+    long = folder / "long.csv"
+    long.write_text(header + "".join(f"{t},1,1,1\n" for t in np.linspace(0, 1e7, 21)),
+                    encoding="utf-8")
+    return {"few": (few, "too few samples for the spline"),
+            "long": (long, "duration: expected a number of seconds in")}
+
+
 def test_every_error_of_a_trial_is_that_trials_error(trials, tmp_path):
+    """Malformed and unusable files among good ones: each fails as its trial, with a line
+    naming its file (in summary.csv and on stderr); the good trial finishes; exit 1."""
     bad = malformed_files(tmp_path, trials.optimized)
+    unusable = unusable_files(tmp_path)
     good = trials.trials / "trial01.csv"
     out = tmp_path / "out"
-    code, _, stderr = run(ioc_argv(good, *bad.values(), extra=["--out", str(out)]))
+    code, _, stderr = run(ioc_argv(good, *bad.values(), *(path for path, _ in
+                                                          unusable.values()),
+                                   extra=["--out", str(out)]))
     assert code == 1
     rows = {row["trial"]: row for row in summary(out)}
     assert rows["trial01"]["status"] == "ok"
-    for name, path in bad.items():
+    for name, (path, message) in {**{name: (path, "") for name, path in bad.items()},
+                                  **unusable}.items():
         assert rows[name]["status"] == "failed", name
-        assert rows[name]["error"].startswith(f"{path}: ") and "internal" not in \
-            rows[name]["error"], rows[name]["error"]
-    assert stderr.count("cmtm ioc: error:") == len(bad)
+        error = rows[name]["error"]
+        assert error.startswith(f"{path}: ") and message in error, error
+        assert "internal" not in error and f"cmtm ioc: error: {error}" in stderr
+    assert stderr.count("cmtm ioc: error:") == len(bad) + len(unusable)
 
 
 @pytest.mark.parametrize("name", ["quote", "commas", "typed", "nested"])
