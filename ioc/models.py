@@ -136,8 +136,9 @@ def _load_urdf(path, lock):
 
 
 def model_sha256(spec):
-    """The sha256 (hex) of the model file ``spec``; None for a built-in model name."""
-    if _is_builtin_name(spec):
+    """The sha256 (hex) of the model file ``spec``; None for a built-in model name (or
+    anything that names no file)."""
+    if _is_builtin_name(spec) or not Path(spec).is_file():
         return None
     return hashlib.sha256(Path(spec).read_bytes()).hexdigest()
 
