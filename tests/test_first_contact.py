@@ -7,8 +7,11 @@ The signal, lock and batch-file cases run as subprocesses in test_cli_robustness
 import cProfile
 import hashlib
 import json
+import os
 import pstats
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -259,12 +262,19 @@ def test_gitignore_holds_the_demo_folder():
 # --- 15: warnings -------------------------------------------------------------------------
 
 def test_angles_near_overflow_are_one_line_without_numpy_warnings(tmp_path):
+    """A subprocess, whose stderr is what a user sees (pytest would capture the warnings
+    of this process): the smoothing fit of 1e200 rad overflows (4 RuntimeWarnings) before
+    the start is refused."""
     path = write_csv(tmp_path / "huge.csv", np.full((201, 3), 1e200))
-    code, stdout, stderr = run(ioc_argv(path, extra=["--estimator", "kkt"]))
-    assert code == 2 and stdout == "" and stderr.count("\n") == 1
-    assert stderr.startswith("cmtm ioc: error: ") and "Warning" not in stderr
+    done = subprocess.run([sys.executable, "-m", "ioc.cli", *ioc_argv(path, extra=[
+        "--estimator", "kkt"])], capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get(
+            "PYTHONPATH", "")])})
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1
+    assert done.stderr.startswith(f"cmtm ioc: error: {path}: start: expected")
 
 
+@pytest.mark.filterwarnings("default")  # a user's shell, not -W error
 def test_absurd_weights_are_one_line(tmp_path):
     code, stdout, stderr = run(["optimize", "--model", "chain3", "--costs",
                                 "joint_velocity,joint_jerk", "--weights", "1e300,1e300",
@@ -281,6 +291,7 @@ GLYPH_URDF = """<robot name="glyphs"><link name="base"/>
     <axis xyz="0 0 1"/></joint></robot>"""
 
 
+@pytest.mark.filterwarnings("default")  # a user's shell, not -W error
 def test_matplotlib_warnings_are_notices_once_and_none_with_quiet(tmp_path):
     """A joint named in CJK: DejaVu Sans lacks the glyph; matplotlib warns on every draw."""
     pytest.importorskip("matplotlib")
