@@ -21,13 +21,31 @@ that ran they are notices, each once (none with --quiet); after an error, only t
 line is printed. ``--debug`` (before or after the command name) lets every exception
 through with its traceback instead.
 """
+import os
+import signal
+import sys
+
+
+def _stop_while_starting(number, frame):
+    """Ctrl-C or SIGTERM while the command line starts (importing numpy, Numba and the
+    engine takes about a second, before :func:`main` handles signals): its one line, and
+    the process ends at once (nothing is written yet)."""
+    command = next((word for word in sys.argv[1:] if not word.startswith("-")), None)
+    word = "interrupted" if number == signal.SIGINT else "terminated"
+    os.write(2, f"cmtm{'' if command is None else ' ' + command}: {word}\n".encode())
+    os._exit(128 + number)
+
+
+if __name__ == "__main__" or os.path.basename(sys.argv[0]) == "cmtm":
+    for _number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(_number, _stop_while_starting)
+
+# the imports below come after the handlers: they take the time
 import argparse
 import dataclasses
 import importlib.metadata
 import json
 import re
-import signal
-import sys
 import threading
 from contextlib import contextmanager
 from importlib.util import find_spec
@@ -134,7 +152,24 @@ def check_jacobians(args):
 def precompile(units, command, quiet=False):
     """``cmtm.precompile(units=units)``, announced (:func:`announce_compile`)."""
     announce_compile(command, units, quiet=quiet)
-    cmtm.precompile(units=units)
+    with compiling():
+        cmtm.precompile(units=units)
+
+
+_stopped_compile = threading.Event()
+"""Set when an exception (a stop signal's) left Numba's compiler in this process: LLVM's
+state may then crash the interpreter's teardown (a segmentation fault after the line
+'interrupted', 1 run in 7 measured), so :func:`main` ends such a process at once."""
+
+
+@contextmanager
+def compiling():
+    """Mark the code inside as compiling the engine's kernels (see _stopped_compile)."""
+    try:
+        yield
+    except BaseException:
+        _stopped_compile.set()
+        raise
 
 
 def announce_compile(command, units=None, jobs=None, quiet=False):
@@ -624,7 +659,8 @@ def precompile_kernels(args):
     once (cmtm.precompile); later runs load them instead of compiling, and the kernels
     already cached are only loaded."""
     announce_compile("precompile", jobs=args.jobs)
-    result = cmtm.precompile(args.jobs)
+    with compiling():
+        result = cmtm.precompile(args.jobs)
     compiled = sum(len(group) for group in result["groups"])
     print(f"every kernel ready in {result['seconds']:.1f} s: {compiled} unit(s) compiled by "
           f"{len(result['groups'])} process(es), {len(result['cached'])} found compiled or "
@@ -675,21 +711,37 @@ class Terminated(BaseException):
     stopped."""
 
 
+STOPS = {signal.SIGINT: ("interrupted", INTERRUPTED, KeyboardInterrupt),
+         signal.SIGTERM: ("terminated", TERMINATED, Terminated)}
+"""Per signal that stops a command: its one line's word, the exit status, the exception."""
+
+
 @contextmanager
-def sigterm_raises():
-    """SIGTERM raises :class:`Terminated` while the context runs (main thread only)."""
+def stop_signals():
+    """While the context runs (in the main thread), SIGINT raises KeyboardInterrupt and
+    SIGTERM :class:`Terminated`; yields the list of the signals received. Where Python
+    cannot let that exception through (a ctypes callback of Numba's compiler prints it as
+    "ignored", and the compile then fails with a RuntimeError), the error that follows is
+    the signal's doing: the caller reports the signal, and the "ignored" report is not
+    printed."""
+    received = []
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield received
         return
 
-    def terminate(number, frame):
-        raise Terminated
+    def stop(number, frame):
+        received.append(number)
+        raise STOPS[number][2]
 
-    previous = signal.signal(signal.SIGTERM, terminate)
+    previous = {number: signal.signal(number, stop) for number in STOPS}
+    unraisable = sys.unraisablehook
+    sys.unraisablehook = lambda report: None if received else unraisable(report)
     try:
-        yield
+        yield received
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        sys.unraisablehook = unraisable
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def main(argv=None):
@@ -698,24 +750,32 @@ def main(argv=None):
     Bad input (ValueError, OSError) and unexpected exceptions alike exit 2 with one line
     on stderr, Ctrl-C 130 and SIGTERM 143 with one line; the warnings a command raised
     follow its output as notices, each once, unless it failed or runs with --quiet. With
-    ``--debug`` exceptions and warnings propagate as Python shows them.
+    ``--debug`` exceptions and warnings propagate as Python shows them. ``argv`` None
+    (the process's own command line, the console script): a process whose compile a
+    signal stopped ends at once after its line (os._exit), skipping a teardown that can
+    crash (:data:`_stopped_compile`).
     """
     args, unknown = build_parser().parse_known_args(argv)
     if unknown:
         args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.debug:
         return args.run(args)
-    with sigterm_raises(), recorded_warnings() as raised:
+    with stop_signals() as received, recorded_warnings() as raised:
         try:
             status = args.run(args)
-        except (KeyboardInterrupt, Terminated) as stop:
-            interrupted = isinstance(stop, KeyboardInterrupt)
-            print(f"cmtm {args.command}: {'interrupted' if interrupted else 'terminated'}",
-                  file=sys.stderr)
-            return INTERRUPTED if interrupted else TERMINATED
-        except Exception as error:
-            print(error_line(args.command, error), file=sys.stderr)
-            return 2
+        except (KeyboardInterrupt, Terminated, Exception) as error:
+            stopped = received[:1] or [number for number, (_, _, kind) in STOPS.items()
+                                       if isinstance(error, kind)]
+            if not stopped:
+                print(error_line(args.command, error), file=sys.stderr)
+                return 2
+            word, status, _ = STOPS[stopped[0]]
+            print(f"cmtm {args.command}: {word}", file=sys.stderr)
+            if argv is None and _stopped_compile.is_set():
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(status)
+            return status
     for text in () if getattr(args, "quiet", False) else raised:
         print(f"cmtm {args.command}: warning: {text}", file=sys.stderr)
     return status

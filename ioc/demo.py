@@ -34,7 +34,7 @@ import numpy as np
 
 import cmtm
 import ioc
-from ioc.cli import DEFAULT_TOLERANCE, compile_notice, jacobian_discrepancies
+from ioc.cli import DEFAULT_TOLERANCE, compile_notice, compiling, jacobian_discrepancies
 from ioc.models import PAPER_GOAL, PAPER_START, resolve_model
 
 results = ioc.lazy_module("ioc.results")    # loaded when the demo runs, not by the parser
@@ -107,7 +107,8 @@ def run_demo(args):
     plots = plotting(args.quiet)
     step = progress(len(plan.cases) + len(plan.orders) + 2 + bool(plots), args.quiet)
     step(compile_notice() or "the engine's kernels: loading them from Numba's disk cache")
-    cmtm.precompile()   # the solve times below then exclude compilation
+    with compiling():
+        cmtm.precompile()   # the solve times below then exclude compilation
     table7, motions = run_cases(plan.cases, args.out, plots, step)
     table6 = jacobian_table(plan, step)
     if plots:

@@ -116,7 +116,7 @@ def test_ctrl_c_while_compiling_is_one_line_and_stops_the_compilers(tmp_path):
     time.sleep(1.0)                                              # inside Numba's compiler
     os.killpg(process.pid, signal.SIGINT)
     code, stdout, stderr = finish(process)
-    assert code == cli.INTERRUPTED and stdout == ""
+    assert code == cli.INTERRUPTED and stdout == "", stderr
     assert stderr == "cmtm precompile: interrupted\n"
     assert group_gone(process.pid)
 
