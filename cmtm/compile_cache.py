@@ -244,8 +244,12 @@ def precompile(jobs=None, units=None):
     own = groups[0] if groups else []
     try:
         compile_units(own)
-    finally:
         outputs = [child.communicate()[0] for child in children]
+    except BaseException:           # an error, Ctrl-C, a SIGTERM raised: none outlives us
+        for child in children:
+            child.kill()
+            child.communicate()
+        raise
     failures = [f"{', '.join(group)} (exit {child.returncode}):\n{output}"
                 for child, group, output in zip(children, groups[1:], outputs)
                 if child.returncode != 0]

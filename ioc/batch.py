@@ -12,11 +12,25 @@ scheduler at ``scheduler`` (``dask scheduler`` and ``dask worker ADDRESS`` on ma
 can import cmtm and read the motion files; no address: a local cluster). Each trial's
 weights.json is written atomically here, in the calling process, as the trial finishes,
 so an interrupted batch keeps its finished trials and a rerun into the same folder skips
-them (when they were made with the same estimation settings).
+them (when they were made with the same estimation settings from the same input: its
+sha256, and that of the model file).
+
+Every trial runs with BLAS on one thread (threadpoolctl), in this process as in loky's or
+Dask's workers: OpenBLAS's result depends on its thread count (the smoothing fit of 200
+control points differs by 5e-11 between one and two threads), and loky starts its workers
+with one thread each on two cores, so a serial, a loky and a Dask run give the same bits.
+Workers on this machine ignore Ctrl-C (the batch process stops them) and exit within
+WATCH_SECONDS when the batch process is gone, even killed (:func:`worker_setup`).
 """
 import glob
+import hashlib
 import inspect
+import logging
+import os
+import signal
 import socket
+import threading
+import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -28,16 +42,19 @@ import numpy as np
 from tqdm import tqdm
 
 import cmtm
+from ioc._blas import single_threaded_blas
 from ioc.data import (CLIP_SUFFIXES, CSV_SUFFIXES, STORAGE_SUFFIXES, check_map, clip_trial,
                       cut_window, joint_locks, motion_columns, read_clip, read_map,
                       read_mapped, read_motion)
 from ioc.direct import solve
+from ioc.costs import parse_terms
 from ioc.estimate import (bootstrap_weights, estimate_weights, kkt_stationarity,
                           prepare_trial, residual)
 from ioc.inverse_kkt import recover_weights
-from ioc.models import model_lock, resolve_model
+from ioc.messages import one_line, recorded_warnings
+from ioc.models import model_lock, model_sha256, resolve_model
 from ioc.problem import MotionProblem, _limits
-from ioc.results import RESULT_FILE, load_result
+from ioc.results import RESULT_FILE, load_result, result_costs
 from ioc.weights_io import (SUMMARY_FILE, WEIGHTS_FILE, data_fields, kkt_fields, motion_entry,
                             named, read_weights, summary_row, weights_record, write_summary,
                             write_weights)
@@ -45,6 +62,8 @@ from ioc.weights_io import (SUMMARY_FILE, WEIGHTS_FILE, data_fields, kkt_fields,
 DATA_SUFFIXES = CSV_SUFFIXES + STORAGE_SUFFIXES + CLIP_SUFFIXES
 REOPTIMIZED_SAMPLES = 201
 """Uniform times at which a result.json's re-optimized motion is compared with its own."""
+WATCH_SECONDS = 0.5
+"""How often a worker checks that the batch process that started it still runs."""
 
 
 @dataclass(frozen=True)
@@ -52,16 +71,16 @@ class Settings:
     """The options of ``cmtm ioc``; None: not given (the default of
     ioc.estimate.prepare_trial, or what a result.json records).
 
-    costs : cost names; lock : (joint, position) pairs; floating_base, gravity (3 numbers),
-    joints (names kept movable, the others fixed at their mean over the data unless
-    locked): the model options; limits : "model" |
+    costs : cost names (None: a result.json's own); lock : (joint, position) pairs;
+    floating_base, gravity (3 numbers), joints (names kept movable, the others fixed at
+    their mean over the data unless locked): the model options; limits : "model" |
     "none" | (lo, hi); noise : sigma in the unit of the angles (deg with ``degrees``);
     bootstrap : number of bootstrap samples (0: none); boundary : "rest" | "data"
     (ioc.problem); map : a map file (ioc.data.read_map); window : (t0, t1) s on the files'
     time axis. The run options (pool, jobs, backend, scheduler) do not change a trial's
     weights.
     """
-    costs: tuple
+    costs: object
     model: object = None
     lock: tuple = ()
     floating_base: object = None
@@ -93,7 +112,8 @@ class Settings:
     def record(self):
         """The settings as a JSON object."""
         out = asdict(self)
-        out.update(costs=list(self.costs), lock=dict(self.lock),
+        out.update(costs=None if self.costs is None else list(self.costs),
+                   lock=dict(self.lock),
                    limits=list(self.limits) if isinstance(self.limits, tuple) else self.limits,
                    map=None if self.map is None else str(self.map),
                    window=None if self.window is None else list(self.window),
@@ -163,7 +183,8 @@ def _motion_files(path):
 
 def trial_names(paths):
     """Each trial's name (its output folder): the file's stem, or for a result.json its
-    folder's name; ValueError if two trials would share one."""
+    folder's name; ValueError if two trials would share one (a name that cannot be a
+    folder of --out is refused when the trial runs: :func:`unusable_name`)."""
     names = [p.resolve().parent.name if is_result(p) else p.stem for p in paths]
     seen = {}
     for name, path in zip(names, paths):
@@ -172,6 +193,31 @@ def trial_names(paths):
                              f"{name!r} (their output folder); rename one")
         seen[name] = path
     return names
+
+
+def unusable_name(name):
+    """Why the trial name ``name`` cannot name its folder of --out, or None: it must be a
+    plain name inside --out (not empty, '.' or '..'), not hidden (the batch's temporary
+    files start with a dot) and not the batch's summary file."""
+    if name in ("", ".", "..") or name.startswith("."):
+        return f"expected a name that is a folder inside --out, got {name!r}"
+    if name.lower() == SUMMARY_FILE:
+        return f"expected a name other than the batch's {SUMMARY_FILE}, got {name!r}"
+    return None
+
+
+def batch_costs(paths, settings):
+    """The cost names of the batch's summary columns: --costs, or without it (result.json
+    inputs) every cost that the readable results record, in order of appearance."""
+    if settings.costs is not None:
+        return list(settings.costs)
+    names = []
+    for path in paths:
+        try:
+            names += [name for name in result_costs(path)[2] if isinstance(name, str)]
+        except ValueError:
+            pass                                        # its trial reports the error
+    return list(dict.fromkeys(names))
 
 
 def check_inputs(paths, settings):
@@ -204,7 +250,12 @@ def check_inputs(paths, settings):
     if results and settings.joints is not None:
         raise ValueError(f"--joints: applies to measured motions, got the cmtm optimize "
                          f"result {results[0]} (its model_lock holds its fixed joints)")
-    if settings.model is None:
+    if settings.costs is None and len(results) < len(paths):
+        raise ValueError("--costs: required for measured motions (CSV, .mot, .sto), got none "
+                         "(a result.json defaults to its recorded costs)")
+    if settings.model is None or settings.costs is None:
+        if settings.model is not None:
+            _full_model(settings)
         return None
     full = _full_model(settings)
     within_limits = {name: float(np.clip(0.0, lower, upper)) for name, lower, upper
@@ -219,14 +270,18 @@ def check_inputs(paths, settings):
 
 # --- one trial ----------------------------------------------------------------------------
 
+@single_threaded_blas
 def run_trial(path, settings):
-    """(weights.json record, notices) of one motion file."""
+    """(weights.json record, notices) of one motion file; ValueError naming the file for
+    anything wrong with it."""
     path = Path(path)
     if is_result(path):
-        return _from_result(path, settings), ()
+        with naming(path):
+            return _from_result(path, settings)
     return run_pooled([path], settings)
 
 
+@single_threaded_blas
 def run_pooled(paths, settings):
     """(weights.json record, notices) of measured motions that share the weights."""
     model, lock, trials, notices = _read_trials([Path(path) for path in paths], settings)
@@ -250,11 +305,17 @@ def _subset_model(settings, positions):
 
 def _read_trials(paths, settings):
     """(model, its locked joints {name: position}, ioc.estimate.Trials, notices) of data
-    files that share one model (:func:`_model_and_data`)."""
+    files that share one model (:func:`_model_and_data`); a file's errors name it."""
     model, locks, datas, notices = _model_and_data(paths, settings)
-    trials = [prepare_trial(model, settings.costs, data, limits=settings.limits or "model",
-                            noise=settings.noise_radians, **settings.problem_options())
-              for data in datas]
+    trials = []
+    for path, data in zip(paths, datas):
+        with naming(path):
+            if not settings.degrees:
+                _suggest_degrees(data, model, settings.limits or "model")
+            trials.append(prepare_trial(model, settings.costs, data,
+                                        limits=settings.limits or "model",
+                                        noise=settings.noise_radians,
+                                        **settings.problem_options()))
     return model, locks, trials, notices
 
 
@@ -270,9 +331,10 @@ def _model_and_data(paths, settings):
     geometry = _full_model(settings, lock={})
     mapping = None if settings.map is None else read_map(settings.map)
     if mapping is None and not any(_is_clip(path) for path in paths):
-        read = _tables(paths, geometry.joint_names, settings)
+        names = _table_joints(paths, geometry.joint_names, settings)
+        read = _each_file(paths, lambda path: _table(path, names, settings))
     else:
-        read = [_mapped(path, geometry, mapping, settings) for path in paths]
+        read = _each_file(paths, lambda path: _mapped(path, geometry, mapping, settings))
     lock = dict(settings.lock)
     movable = settings.joints if settings.joints is not None \
         else [name for name in read[0][1] if name not in lock]
@@ -282,16 +344,30 @@ def _model_and_data(paths, settings):
     return _full_model(settings, locks), locks, datas, notices + extra
 
 
-def _tables(paths, joint_names, settings):
-    """[(MotionData, its joints)] of motion tables whose columns carry model joint names,
-    cut to --window: every joint of ``joint_names`` not locked by --lock; with --joints,
-    those and the other joints that every file has a column of."""
+def _table_joints(paths, joint_names, settings):
+    """The joints read from motion tables whose columns carry model joint names: every joint
+    of ``joint_names`` not locked by --lock; with --joints, those and the other joints that
+    every file has a column of."""
     names = [name for name in joint_names if name not in dict(settings.lock)]
-    if settings.joints is not None:
-        present = set.intersection(*(set(motion_columns(path)) for path in paths))
-        names = [name for name in names if name in settings.joints or name in present]
-    degrees = True if settings.degrees else None
-    return [(_windowed(read_motion(path, names, degrees), settings), names) for path in paths]
+    if settings.joints is None:
+        return names
+    present = set.intersection(*_each_file(paths, lambda path: set(motion_columns(path))))
+    return [name for name in names if name in settings.joints or name in present]
+
+
+def _table(path, names, settings):
+    """(MotionData of the columns ``names``, cut to --window, ``names``) of a motion table."""
+    data = read_motion(path, names, True if settings.degrees else None)
+    return _windowed(data, settings), names
+
+
+def _each_file(paths, read):
+    """[read(path) for path in paths], each file's errors naming it (:func:`naming`)."""
+    out = []
+    for path in paths:
+        with naming(path):
+            out.append(read(path))
+    return out
 
 
 def _is_clip(path):
@@ -326,6 +402,46 @@ def _fewest_samples(settings):
         inspect.signature(prepare_trial).parameters["control_points"].default
 
 
+@contextmanager
+def naming(path):
+    """ValueError and OSError inside become a ValueError whose message names ``path``."""
+    try:
+        yield
+    except (ValueError, OSError) as error:
+        raise ValueError(named_error(path, error)) from None
+
+
+def named_error(path, error):
+    """One line for ``error`` that starts with ``path`` (unless it names it already);
+    exceptions other than ValueError and OSError are named as internal errors."""
+    text = one_line(error)
+    if not isinstance(error, (ValueError, OSError)):
+        text = f"internal error: {type(error).__name__}: {text}"
+    return text if str(path) in text else f"{path}: {text}"
+
+
+def sha256(path):
+    """The sha256 (hex) of the file ``path``."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _suggest_degrees(data, model, limits):
+    """ValueError suggesting --degrees when the angles read as radians leave the joint
+    limits by more than a turn (2 pi: implausible for a joint with limits) and the same
+    numbers read as degrees (1/57.3 of them) lie within them."""
+    lower, upper = _limits(model, limits)
+    outside = (data.q < lower) | (data.q > upper)
+    radians = np.deg2rad(data.q)
+    if np.any(np.abs(data.q[outside]) > 2 * np.pi) \
+            and np.all((radians >= lower) & (radians <= upper)):
+        row, joint = np.argwhere(outside)[0]
+        raise ValueError(f"{model.joint_names[joint]} reaches {data.q[row, joint]:.6g} at "
+                         f"t = {data.times[row]:.4g} s, outside its limits "
+                         f"[{lower[joint]:g}, {upper[joint]:g}] rad; read as degrees the "
+                         f"angles lie within them: add --degrees (then --noise is in "
+                         f"degrees too)")
+
+
 def _estimate(model, lock, trials, settings):
     """weights.json record of measured trials, by the data estimator or inverse KKT;
     ``model_lock`` records every joint locked to build ``model`` from --model (--lock's
@@ -337,7 +453,8 @@ def _estimate(model, lock, trials, settings):
                           model_lock=lock,
                           fit_rms=[named(model.joint_names, t.fit.fit_rms) for t in trials],
                           floating_base=settings.floating_base, gravity=model.gravity,
-                          **extra)
+                          source_sha256=[sha256(t.name) for t in trials],
+                          model_sha256=model_sha256(settings.model), **extra)
 
 
 def _kkt_on_fit(trials, settings):
@@ -358,29 +475,46 @@ def _trial_motion(trial, theta, kind):
 
 
 def _maximum_likelihood(trials, settings):
-    """(estimator keys, extra keys) of the data estimator on trials sharing the weights."""
+    """(estimator keys, extra keys) of the data estimator on trials sharing the weights.
+    Its stationarity is that of the optimal motions for the estimated weights (each
+    trial's problem holds its estimated start and goal), a measure of the solves behind
+    the estimate; the fitted motion's own KKT residual measures the noise of the data,
+    not a convergence. reoptimized_rms: those motions against the data, per trial."""
     noise = settings.noise_radians
     est = estimate_weights(trials, noise=noise)
     raw = sum(t.problem.evaluate(theta, est.weights).costs for t, theta in zip(trials, est.thetas))
-    stat = np.max([kkt_stationarity(t.problem, t.theta, est.weights) for t in trials], axis=0)
+    stat = np.max([kkt_stationarity(t.problem, theta, est.weights)
+                   for t, theta in zip(trials, est.thetas)], axis=0)
     bootstrap = None
     if settings.bootstrap:
         std, ci95, _ = bootstrap_weights(trials, est, settings.bootstrap, seed=0, noise=noise)
         bootstrap = (std, ci95, settings.bootstrap)
-    extra = {"reoptimized_rms": est.data_rms(trials)} if settings.reoptimize else {}
-    extra["motions"] = [_trial_motion(trial, theta, "optimal")
-                        for trial, theta in zip(trials, est.thetas)]
+    extra = {"reoptimized_rms": est.data_rms(trials),
+             "motions": [_trial_motion(trial, theta, "optimal")
+                         for trial, theta in zip(trials, est.thetas)]}
     return data_fields(est, raw, stat, bootstrap), extra
 
 
 def _from_result(path, settings):
-    """weights.json record of a ``cmtm optimize`` result: inverse KKT on its motion."""
-    model, problem, weights, theta, record = load_result(path)
+    """(weights.json record, notices) of a ``cmtm optimize`` result: inverse KKT on its
+    motion, for its recorded costs or for the candidate costs of --costs (a hypothesis
+    test: the stationarity says whether they explain the optimum; true_weights and
+    l1_error where they include the recorded costs, whose weights are the truth and the
+    others' zero)."""
+    model, problem, weights, theta, record = load_result(path, costs=settings.costs)
     _check_recorded(path, settings, model, problem, record)
     kkt = recover_weights(problem, theta)
-    true = weights / weights.sum()
-    extra = {"true_weights": named(kkt.names, true),
-             "l1_error": float(np.sum(np.abs(kkt.weights - true)))}
+    recorded = dict(zip(record_cost_names(record, model), weights / weights.sum()))
+    extra, notices = {}, ()
+    if set(recorded) <= set(kkt.names):
+        true = np.array([recorded.get(name, 0.0) for name in kkt.names])
+        extra = {"true_weights": named(kkt.names, true),
+                 "l1_error": float(np.sum(np.abs(kkt.weights - true)))}
+    else:
+        notices = (f"{path}: the candidate costs leave out recorded ones "
+                   f"({', '.join(sorted(set(recorded) - set(kkt.names)))}); the "
+                   f"stationarity {kkt.residual_rel:.2e} says how well they explain this "
+                   f"optimum (about 1e-12 where they do)",)
     motion, kind = theta, "recorded"
     if settings.reoptimize:
         motion, kind = solve(problem, kkt.weights, theta0=theta).theta, "reoptimized"
@@ -395,7 +529,13 @@ def _from_result(path, settings):
                           sources=[path], fit_rms=None, settings=settings.record(),
                           model_lock=record["model_lock"],
                           floating_base=record.get("floating_base"), gravity=model.gravity,
-                          **extra)
+                          source_sha256=[sha256(path)], model_sha256=record.get("model_sha256"),
+                          **extra), notices
+
+
+def record_cost_names(record, model):
+    """The cost names a result.json records, parsed as its problem parses them."""
+    return [term.name for term in parse_terms(record["costs"], model)]
 
 
 def _check_recorded(path, settings, model, problem, record):
@@ -403,7 +543,7 @@ def _check_recorded(path, settings, model, problem, record):
     recorded = {"model": record["model"], "lock": record["model_lock"],
                 "floating_base": record.get("floating_base"),
                 "gravity": model.gravity.tolist(),
-                "costs": record["costs"], "integration": problem.quadrature.rule,
+                "integration": problem.quadrature.rule,
                 "samples": problem.samples, "degree": problem.spline.degree,
                 "control_points": problem.spline.n_control, "rest_order": problem.rest_order}
     given = {key: settings.record()[key] for key in recorded}
@@ -423,91 +563,148 @@ def _check_recorded(path, settings, model, problem, record):
 
 class Outcome(NamedTuple):
     """One trial of a batch: its name, its file, its weights.json record (None when it
-    failed), the one-line error, the reader's notices, and whether it had finished in an
-    earlier run (skipped)."""
+    failed), the one-line error, the reader's notices, whether it had finished in an
+    earlier run (skipped), and the warnings it raised (their messages, each once)."""
     name: str
     path: str
     record: object
     error: object = None
     notices: tuple = ()
     skipped: bool = False
+    warnings: tuple = ()
 
 
-def one_line(error):
-    """An exception's message on one line."""
-    return " ".join(str(error).split())
+def attempt(name, path, settings, batch_pid=None):
+    """The Outcome of one trial (the task that joblib runs): any exception of the trial
+    becomes a failed one whose error names the file, and the warnings it raises are
+    returned, not printed (by a worker, on the batch's stderr). ``batch_pid``: the
+    process of the batch, which a worker on this machine watches (:func:`worker_setup`)."""
+    worker_setup(batch_pid)
+    record, notices, error = None, (), None
+    with recorded_warnings() as raised:
+        try:
+            record, notices = run_trial(path, settings)
+        except Exception as failure:
+            error = named_error(path, failure)
+    return Outcome(name, str(path), record, error, notices, warnings=tuple(raised))
 
 
-def attempt(name, path, settings):
-    """The Outcome of one trial, a ValueError or OSError becoming a failed one (the task
-    that joblib runs)."""
-    try:
-        record, notices = run_trial(path, settings)
-    except (ValueError, OSError) as error:
-        return Outcome(name, str(path), None, one_line(error))
-    return Outcome(name, str(path), record, notices=notices)
+_watching = []
+"""The batch process this process watches, once set up (:func:`worker_setup`)."""
+
+
+def worker_setup(batch_pid):
+    """Set up a process that runs trials for the batch process ``batch_pid`` on this
+    machine (loky's initializer, ``Client.run`` on a local Dask cluster's workers, and
+    every trial, for a worker that joins later): it ignores Ctrl-C, which reaches every
+    process of the terminal's group while the batch process handles it and stops its
+    workers; a thread ends it within WATCH_SECONDS once the batch process is gone, also
+    when killed (without it loky's idle workers lived 300 s); and a Dask worker logs
+    errors only (its warnings about the tasks a stopped batch cancels would follow the
+    interrupt's one line). Does nothing in the batch process itself, in a worker started
+    by another process (a Dask cluster's own) or the second time."""
+    if batch_pid is None or os.getpid() == batch_pid or os.getppid() != batch_pid \
+            or _watching:
+        return
+    _watching.append(batch_pid)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logging.getLogger("distributed").setLevel(logging.ERROR)   # "task cancelled" warnings
+    threading.Thread(target=_exit_without, args=(batch_pid,), daemon=True,
+                     name="cmtm-batch-watch").start()
+
+
+def _exit_without(batch_pid):
+    """Exit this process (at once, as a killed one would) when its parent process is no
+    longer ``batch_pid`` (the orphan was handed to another process)."""
+    while os.getppid() == batch_pid:
+        time.sleep(WATCH_SECONDS)
+    os._exit(1)
 
 
 def run_batch(paths, settings, *, out=None, progress=False, report=lambda outcome: None):
     """Outcomes of every trial of ``paths`` in input order, run in parallel with joblib.
 
     out : None or the folder receiving <name>/weights.json (each written as its trial
-        finishes; trials whose file exists are skipped and read back) and summary.csv
+        finishes; trials whose file exists for the same settings and input are skipped
+        and read back, and estimated again for other input) and summary.csv
     progress : a tqdm bar on stderr; report : callable(Outcome), called for every skipped
         trial first, then for every trial as it finishes
     """
     names = trial_names(paths)
-    outcomes = {o.name: o for o in (_finished(out, n, p, settings)
-                                    for n, p in zip(names, paths)) if o is not None}
+    earlier = {n: _finished(out, n, p, settings) for n, p in zip(names, paths)}
+    outcomes = {n: skipped for n, (skipped, _) in earlier.items() if skipped is not None}
+    if out is not None:
+        outcomes.update({n: Outcome(n, str(p), None, f"{p}: trial name: {unusable_name(n)} "
+                                    f"(its folder in --out); rename the file")
+                         for n, p in zip(names, paths) if unusable_name(n)})
     pending = [(n, p) for n, p in zip(names, paths) if n not in outcomes]
     for outcome in outcomes.values():
         report(outcome)
     jobs = settings.jobs or (1 if settings.backend == "loky" else -1)
     with parallel_backend(settings.backend, settings.scheduler):
-        tasks = (joblib.delayed(attempt)(n, p, settings) for n, p in pending)
+        tasks = (joblib.delayed(attempt)(n, p, settings, os.getpid()) for n, p in pending)
         done = joblib.Parallel(n_jobs=jobs, return_as="generator_unordered")(tasks)
         for outcome in tqdm(done, total=len(pending), disable=not progress, unit="trial",
                             leave=False):
             if outcome.record is not None and out is not None:
                 write_weights(out / outcome.name, outcome.record)
-            outcomes[outcome.name] = outcome
+            rerun = earlier[outcome.name][1]
+            outcomes[outcome.name] = outcome = outcome._replace(
+                notices=(rerun,) * bool(rerun) + outcome.notices)
             report(outcome)
     ordered = [outcomes[name] for name in names]
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        write_summary(out / SUMMARY_FILE, summary_rows(ordered, settings))
+        write_summary(out / SUMMARY_FILE, summary_rows(ordered, batch_costs(paths, settings)))
     return ordered
 
 
 def _finished(out, name, path, settings):
-    """The skipped Outcome of a trial whose weights.json exists, else None; ValueError if
-    that file was made with other estimation settings."""
-    file = None if out is None else out / name / WEIGHTS_FILE
+    """(the skipped Outcome of a trial whose weights.json exists for this input, else
+    None; a notice when that file is replaced: made from other input, or unreadable).
+    ValueError if that file was made with other estimation settings."""
+    file = None if out is None or unusable_name(name) else out / name / WEIGHTS_FILE
     if file is None or not file.exists():
-        return None
-    record = read_weights(file)
+        return None, None
+    try:
+        record = read_weights(file)
+    except ValueError as error:
+        return None, f"{one_line(error)}: estimating the trial again"
     theirs, ours = record.get("settings", {}), settings.estimation()
     differ = [key for key in ours if key not in theirs or theirs[key] != ours[key]]
     if differ:
         raise ValueError(f"{file}: expected a finished trial of this run's settings (to "
                          f"skip it), found other {', '.join(differ)}; choose another --out "
                          f"or remove it")
-    return Outcome(name, str(path), record, skipped=True)
+    inputs = {"source_sha256": [sha256(path)],
+              "model_sha256": None if is_result(path) else model_sha256(settings.model)}
+    changed = [key for key, value in inputs.items()
+               if key != "model_sha256" or value is not None
+               if record.get(key) != value]
+    if changed:
+        return None, (f"{file} was made from other input ({' and '.join(changed)} differ): "
+                      f"estimating the trial again")
+    return Outcome(name, str(path), record, skipped=True), None
 
 
-def summary_rows(outcomes, settings):
-    """The summary.csv rows of a batch's outcomes."""
-    return [summary_row(o.name, settings.costs, o.record, o.error) for o in outcomes]
+def summary_rows(outcomes, costs):
+    """The summary.csv rows of a batch's outcomes, a column per name of ``costs``."""
+    return [summary_row(o.name, costs, o.record, o.error) for o in outcomes]
 
 
 @contextmanager
 def parallel_backend(backend, scheduler):
-    """joblib's backend for a batch: loky (joblib's default) or Dask at ``scheduler``."""
+    """joblib's backend for a batch: loky (joblib's default) or Dask at ``scheduler`` (no
+    address: a local cluster), their workers set up by :func:`worker_setup` as they start
+    (loky's initializer; on Dask, ``Client.run`` in each worker's main thread)."""
     if backend == "loky":
-        yield
+        with joblib.parallel_config(backend="loky", initializer=worker_setup,
+                                    initargs=(os.getpid(),)):
+            yield
         return
-    client = dask_client()
-    with client(scheduler), joblib.parallel_config(backend="dask"):
+    with dask_client()(scheduler) as client, joblib.parallel_config(backend="dask"):
+        client.run(worker_setup, os.getpid())
         yield
 
 

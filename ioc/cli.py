@@ -17,14 +17,41 @@ prints one JSON object (strict JSON: never NaN or inf). Every file is written at
 Errors: every command exits 2 with one line ``cmtm COMMAND: error: MESSAGE`` on stderr for
 bad input (argparse's own errors included); an unexpected exception, which is a bug, also
 exits 2, with one line ``cmtm COMMAND: internal error: TYPE: MESSAGE`` and a hint.
-``--debug`` (before or after the command name) lets every exception through with its
-traceback instead.
+Ctrl-C (SIGINT) ends a command with the one line ``cmtm COMMAND: interrupted`` and exit
+status 130, SIGTERM with ``cmtm COMMAND: terminated`` and 143: files are written whole or
+not at all (and a result's files as a set), the trials a batch finished are kept.
+Warnings (numpy's, matplotlib's, ...) never reach stderr on their own: after a command
+that ran they are notices, each once (none with --quiet); after an error, only the error's
+line is printed. ``--debug`` (before or after the command name) lets every exception
+through with its traceback instead.
 """
+import os
+import signal
+import sys
+
+
+def _stop_while_starting(number, frame):
+    """Ctrl-C or SIGTERM while the command line starts (importing numpy, Numba and the
+    engine takes about a second, before :func:`main` handles signals): its one line, and
+    the process ends at once (nothing is written yet)."""
+    command = next((word for word in sys.argv[1:] if not word.startswith("-")), None)
+    word = "interrupted" if number == signal.SIGINT else "terminated"
+    os.write(2, f"cmtm{'' if command is None else ' ' + command}: {word}\n".encode())
+    os._exit(128 + number)
+
+
+if __name__ == "__main__" or os.path.basename(sys.argv[0]) == "cmtm":
+    for _number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(_number, _stop_while_starting)
+
+# the imports below come after the handlers: they take the time
 import argparse
 import dataclasses
+import importlib.metadata
 import json
 import re
-import sys
+import threading
+from contextlib import contextmanager
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -38,7 +65,9 @@ from ioc.choices import (BACKENDS, BOUNDARY_MODES, CONSTRAINT_MODES, ESTIMATORS,
                          INTEGRATION_RULES, PAGE_FRAMES)
 from ioc.costs import engine_units, parse_terms, split_names
 from ioc.drawing import motion_title
-from ioc.models import model_lock, resolve_model
+from ioc.messages import one_line, recorded_warnings
+from ioc.models import (BOUNDARY_RULE, PAPER_GOAL, PAPER_START, default_boundary, model_lock,
+                        paper_boundary_fits, resolve_model)
 
 batch, direct, results, view, weights_io = (
     ioc.lazy_module(f"ioc.{name}") for name in ("batch", "direct", "results", "view",
@@ -47,6 +76,11 @@ batch, direct, results, view, weights_io = (
 command, ``--help``) and ``check-jacobians`` without ``--json`` import none of scipy's
 solvers, nor joblib."""
 
+DESCRIPTION = ("cmtm: optimize motions with higher-order time derivatives (jerk, torque "
+               "rate) and recover cost weights from motions, on robots and human models")
+"""What ``cmtm --help`` opens with."""
+INTERRUPTED, TERMINATED = 130, 143
+"""Exit statuses after SIGINT and SIGTERM: 128 + the signal's number, as a shell's."""
 DEFAULT_TOLERANCE = 1e-6
 """Relative (max-abs / max|J|) bound for structured vs central FD: FD truncation and
 round-off with step eps**(1/3) leave about 1e-9..1e-7 (paper Table 6, cmtm_math.md §12)."""
@@ -96,17 +130,20 @@ def joint_values_option(text):
                                          f"pairs, got {text!r}") from None
 
 
-def joint_values(model, values, option):
-    """One value per joint of the model from --start or --goal: a list as given (one value
-    or one per joint), a dict {joint: value} with the other joints at 0; ValueError for a
-    name that is not a movable joint of the model."""
+def joint_values(model, values, default, option):
+    """One value per joint of the model from --start or --goal: ``default`` (nv,) for None,
+    a list as given (one value or one per joint), a dict {joint: value} with the other
+    joints at their ``default``; ValueError for a name that is not a movable joint of the
+    model."""
+    if values is None:
+        return default
     if not isinstance(values, dict):
         return values
     unknown = sorted(set(values) - set(model.joint_names))
     if unknown:
         raise ValueError(f"{option}: expected movable joints of the model "
                          f"({', '.join(model.joint_names)}), got {', '.join(unknown)}")
-    return [values.get(name, 0.0) for name in model.joint_names]
+    return [values.get(name, value) for name, value in zip(model.joint_names, default)]
 
 
 def command_lock(args):
@@ -128,7 +165,7 @@ def jacobian_discrepancies(model, order, n_samples, seed):
     The kernels it runs are compiled first, in parallel processes when neither this process
     nor Numba's disk cache has them (``cmtm.precompile``)."""
     check_samples_fit(model, order, n_samples)
-    cmtm.precompile(units=check_jacobians_units(order))
+    precompile(check_jacobians_units(order), "check-jacobians")
     rng = np.random.default_rng(seed)
     q_stack = rng.uniform(-1.0, 1.0, size=(n_samples, order + 3, model.nv))
     structured = cmtm.jacobians(model, q_stack, cmtm.QUANTITIES, order=order)
@@ -172,22 +209,72 @@ def check_jacobians(args):
 
 
 
+# --- compilation ---------------------------------------------------------------------------
+
+def precompile(units, command, quiet=False):
+    """``cmtm.precompile(units=units)``, announced (:func:`announce_compile`)."""
+    announce_compile(command, units, quiet=quiet)
+    with compiling():
+        cmtm.precompile(units=units)
+
+
+_stopped_compile = threading.Event()
+"""Set when an exception (a stop signal's) left Numba's compiler in this process: LLVM's
+state may then crash the interpreter's teardown (a segmentation fault after the line
+'interrupted', 1 run in 7 measured), so :func:`main` ends such a process at once."""
+
+
+@contextmanager
+def compiling():
+    """Mark the code inside as compiling the engine's kernels (see _stopped_compile)."""
+    try:
+        yield
+    except BaseException:
+        _stopped_compile.set()
+        raise
+
+
+def announce_compile(command, units=None, jobs=None, quiet=False):
+    """Say on stderr (unless ``quiet``) which kernels ``cmtm.precompile(jobs, units)``
+    will compile and how long that usually takes, when any is not compiled yet."""
+    notice = None if quiet else compile_notice(units, jobs)
+    if notice:
+        print(f"cmtm {command}: {notice}", file=sys.stderr, flush=True)
+
+
+def compile_notice(units=None, jobs=None):
+    """What a cold ``cmtm.precompile(jobs, units)`` (None: every unit) compiles and how
+    long that usually takes, or None when every unit is compiled or cached already. The
+    time: the longest process's share of the units' cold compile times of
+    ``cmtm.compile_cache.UNITS`` (measured on a slow day of this project's 2-core host),
+    from half of it (an idle machine: 0.58-0.75 of it measured) to all of it."""
+    cache = cmtm.compile_cache
+    cold = [name for name in cache.check_units(units) if not cache.unit_ready(name)]
+    if not cold:
+        return None
+    groups = cache.balanced_groups(cache.check_jobs(jobs, len(cold)),
+                                   {name: cache.UNITS[name] for name in cold})
+    seconds = max(sum(cache.UNITS[name].seconds for name in group) for group in groups)
+    return (f"compiling the engine's kernels ({', '.join(cold)}) in {len(groups)} "
+            f"process(es), once: usually {5 * max(1, round(seconds / 10))}-"
+            f"{5 * max(2, round(seconds / 5))} s on a 2-core machine, longer on busy cores; "
+            f"later runs load them from Numba's disk cache")
+
+
 # --- cmtm optimize ------------------------------------------------------------------------
-
-PAPER_START, PAPER_GOAL = 1.57, -1.57
-"""Every joint from 1.57 rad to -1.57 rad: the paper's experiments."""
-
 
 def optimize(args):
     """Optimize a motion for given cost weights (the direct problem) and write its files."""
     lock = command_lock(args)
     problem = build_problem(args, lock)
     weights = direct.check_weights(args.weights, len(problem.terms))
-    check_out_folder(args.out)
-    cmtm.precompile(units=engine_units(problem.terms))
-    result = direct.solve(problem, weights, progress=None if args.quiet else print_progress)
-    record = results.result_record(result, args.model, lock, args.floating_base)
-    written = [] if args.out is None else write_outputs(args, result, record)
+    with results.output_folder(args.out):
+        if not args.quiet:
+            print_boundary(args, problem)
+        precompile(engine_units(problem.terms), args.command, args.quiet)
+        result = direct.solve(problem, weights, progress=None if args.quiet else print_progress)
+        record = results.result_record(result, args.model, lock, args.floating_base)
+        written = [] if args.out is None else write_outputs(args, result, record)
     if args.json:
         print(results.to_json(record))
     else:
@@ -195,38 +282,52 @@ def optimize(args):
     return 0 if result.status == "converged" else 1
 
 
-def check_out_folder(out):
-    """ValueError if ``--out`` names an existing file."""
-    if out is not None and out.exists() and not out.is_dir():
-        raise ValueError(f"--out: expected a folder, got the file {out}")
-
-
 def build_problem(args, lock):
     """The MotionProblem of the command line, its model's joints ``lock`` fixed
-    (ValueError on any bad value)."""
+    (ValueError on any bad value); start and goal default per joint to
+    :func:`ioc.models.default_boundary` of the limits of --limits."""
+    from ioc.problem import _limits
     model = resolve_model(args.model, lock, args.floating_base, args.gravity)
+    start, goal = default_boundary(*_limits(model, args.limits))
     return ioc.MotionProblem(
-        model, args.costs, duration=args.duration,
-        samples=args.samples, degree=args.degree, control_points=args.control_points,
-        start=joint_values(model, args.start, "--start"),
-        goal=joint_values(model, args.goal, "--goal"), rest_order=args.rest_order,
+        model, args.costs, duration=args.duration, samples=args.samples, degree=args.degree,
+        control_points=args.control_points,
+        start=joint_values(model, args.start, start, "--start"),
+        goal=joint_values(model, args.goal, goal, "--goal"), rest_order=args.rest_order,
         integration=args.integration, limits=args.limits, constraints=args.constraints)
+
+
+def print_boundary(args, problem):
+    """A notice on stderr naming the joints whose default start and goal are not the
+    paper's (:data:`ioc.models.BOUNDARY_RULE`), with the values taken."""
+    if args.start is not None and args.goal is not None:
+        return
+    names = problem.model.joint_names
+    moved = np.flatnonzero(~paper_boundary_fits(problem.lower, problem.upper))
+    if moved.size:
+        print(f"cmtm {args.command}: notice: {PAPER_START} or {PAPER_GOAL} lies outside the "
+              f"limits of {', '.join(names[j] for j in moved)}: their start and goal "
+              f"default to 30 % and 70 % of their range (" + ", ".join(
+                  f"{problem.start[j]:.4g} -> {problem.goal[j]:.4g}" for j in moved) + ")",
+              file=sys.stderr)
 
 
 def write_outputs(args, result, record):
     """result.json, trajectory.csv, motion.npz and, with the plot extra, the PNG plots
-    (matplotlib) and unless --no-view the motion page (plotly)."""
+    (matplotlib) and unless --no-view the motion page (plotly), as a set: Ctrl-C or SIGTERM
+    while they are written takes effect once they all are."""
     motion = results.motion_samples(result)
-    paths = results.write_result(args.out, record, motion)
     model, problem = result.problem.model, result.problem
     installed = plot_extra(args, {"matplotlib": "no plots", "plotly": "no motion page"})
-    if "matplotlib" in installed:
-        from ioc.plots import plot_motion
-        title = motion_title(args.model, record["costs"], record["weights"])
-        paths += plot_motion(args.out, motion, model, title)
-    if "plotly" in installed:
-        page = view.optimized_page(model, args.model, problem, result.weights, result.theta)
-        paths.append(view.write_page(args.out / view.PAGE_FILE, page))
+    with results.signals_deferred():
+        paths = results.write_result(args.out, record, motion)
+        if "matplotlib" in installed:
+            from ioc.plots import plot_motion
+            title = motion_title(args.model, record["costs"], record["weights"])
+            paths += plot_motion(args.out, motion, model, title)
+        if "plotly" in installed:
+            page = view.optimized_page(model, args.model, problem, result.weights, result.theta)
+            paths.append(view.write_page(args.out / view.PAGE_FILE, page))
     return paths
 
 
@@ -292,42 +393,43 @@ def recover(args):
                                  for f in dataclasses.fields(batch.Settings)})
     paths = batch.expand_motion(args.motion)
     terms = batch.check_inputs(paths, settings)
-    check_out_folder(args.out)
-    precompile_trials(paths, settings, terms)
-    if args.pool or len(paths) == 1:
-        return recover_one(args, paths, settings)
-    return recover_batch(args, paths, settings)
+    with results.output_folder(args.out):
+        precompile_trials(paths, settings, terms, args.quiet)
+        if args.pool or len(paths) == 1:
+            return recover_one(args, paths, settings)
+        return recover_batch(args, paths, settings)
 
 
-def precompile_trials(paths, settings, terms):
+def precompile_trials(paths, settings, terms, quiet=False):
     """``cmtm.precompile`` with the units of the trials' costs (``ioc.costs.engine_units``):
     those of ``terms``, the terms of --costs on --model that ``batch.check_inputs``
-    returned, or without --model (None: every input a result.json) of every result's own
-    costs (:func:`result_units`). Here for the trials of this machine: one trial or --pool
+    returned, or without them (None: every input a result.json) of every result's costs
+    (:func:`result_units`). Here for the trials of this machine: one trial or --pool
     (run in this process), loky's workers and those of a local Dask cluster (no
     --scheduler), which read this machine's cache; on the workers of the cluster at
     --scheduler otherwise, once per cache they hold (``batch.precompile_on_workers``)."""
-    units = engine_units(terms) if terms is not None else result_units(paths)
+    units = engine_units(terms) if terms is not None else result_units(paths, settings.costs)
     if settings.scheduler is None or settings.pool or len(paths) == 1:
-        cmtm.precompile(units=units)
+        precompile(units, "ioc", quiet)
     else:
         batch.precompile_on_workers(settings.scheduler, units)
 
 
-def result_units(paths):
+def result_units(paths, costs=None):
     """The units of ``engine_units`` that the result.json files ``paths`` need together, in
-    the order of ``cmtm.compile_cache.UNITS``: each distinct (model, lock, costs) they
-    record is parsed once. A file that cannot be read adds none: its trial reports the
-    error."""
+    the order of ``cmtm.compile_cache.UNITS``: for their recorded costs, or ``costs`` (the
+    candidates of --costs) on their models; each distinct (model, lock, costs) is parsed
+    once. A file that cannot be read adds none: its trial reports the error."""
     wanted, seen = set(), set()
     for path in paths:
         try:
-            spec, lock, costs, floating_base = results.result_costs(path)
-            key = json.dumps([spec, lock, costs, floating_base], sort_keys=True)
+            spec, lock, recorded, floating_base = results.result_costs(path)
+            costs_here = recorded if costs is None else costs
+            key = json.dumps([spec, lock, costs_here, floating_base], sort_keys=True)
             if key not in seen:
                 seen.add(key)
                 model = resolve_model(spec, lock, floating_base)
-                wanted.update(engine_units(parse_terms(costs, model)))
+                wanted.update(engine_units(parse_terms(costs_here, model)))
         except (ValueError, TypeError):
             pass                                        # its trial reports the error
     return [name for name in cmtm.compile_cache.UNITS if name in wanted]
@@ -352,9 +454,11 @@ def recover_one(args, paths, settings):
 def recover_batch(args, paths, settings):
     """Several trials: a failed trial is reported and the others go on (exit 1 if any
     failed)."""
+    shown = set()
     outcomes = batch.run_batch(paths, settings, out=args.out, progress=not args.quiet,
-                               report=lambda outcome: report_outcome(outcome, args))
-    rows = batch.summary_rows(outcomes, settings)
+                               report=lambda outcome: report_outcome(outcome, args, shown))
+    names = batch.batch_costs(paths, settings)
+    rows = batch.summary_rows(outcomes, names)
     for outcome in outcomes if args.out is not None else ():
         folder = args.out / outcome.name
         if outcome.record is not None and not (outcome.skipped and
@@ -366,12 +470,13 @@ def recover_batch(args, paths, settings):
                   for o in outcomes]
         print(results.to_json({"trials": trials, "summary": rows}))
     else:
-        print_batch(rows, settings.costs, args.out)
+        print_batch(rows, names, args.out, sum(o.skipped for o in outcomes))
     return 1 if any(o.record is None for o in outcomes) else 0
 
 
-def report_outcome(outcome, args):
-    """A batch trial's error, notices or skip on stderr (above the progress bar)."""
+def report_outcome(outcome, args, shown):
+    """A batch trial's error, notices, warnings (each message once per batch: ``shown``)
+    or skip on stderr (above the progress bar)."""
     if outcome.error is not None:
         lines = [f"cmtm ioc: error: {outcome.error}"]
     elif args.quiet:
@@ -381,6 +486,9 @@ def report_outcome(outcome, args):
                  f"{args.out / outcome.name / weights_io.WEIGHTS_FILE} exists"]
     else:
         lines = [f"cmtm ioc: notice: {notice}" for notice in outcome.notices]
+        lines += [f"cmtm ioc: warning: {text}" for text in outcome.warnings
+                  if text not in shown]
+        shown.update(outcome.warnings)
     for line in lines:
         tqdm.write(line, file=sys.stderr)
 
@@ -395,23 +503,40 @@ def print_weights(record, written):
         interval = f"  95 % [{intervals[name][0]:.6g}, {intervals[name][1]:.6g}]" \
             if name in intervals else ""
         print(f"  {name:<24}{weight:>12.6g}{interval}")
-    print(f"stationarity {record['stationarity']['relative']:.2e} relative"
-          + (f"; L1 error {record['l1_error']:.2e}" if "l1_error" in record else ""))
+    print(fit_line(record))
     print_written(written)
 
 
-def print_batch(rows, names, out):
-    """One line per trial on stdout."""
+def fit_line(record):
+    """What the weights rest on, in one line: for the data estimator the optimal motions
+    for them (their stationarity: the solves converged) and their distance to the data;
+    for inverse KKT the motion's stationarity for them, an exact optimum's ~1e-12, a
+    fitted noisy motion's far larger (the noise, not a failure)."""
+    relative = f"stationarity {record['stationarity']['relative']:.2e} relative"
+    if record["estimator"] == "data":
+        sigma = record["uncertainty"]["sigma"]
+        rms = max(record["reoptimized_rms"])
+        return (f"optimal motion(s) for these weights: {relative}; RMS to the data "
+                f"{rms:.3g} (noise sigma {sigma:.3g}, rad or m)")
+    kind = "the fitted motion (measured data: noise, not a convergence measure)" \
+        if record["fit_rms"] else "the optimum"
+    return (f"{relative} of {kind} for these weights"
+            + (f"; L1 error {record['l1_error']:.2e}" if "l1_error" in record else ""))
+
+
+def print_batch(rows, names, out, skipped=0):
+    """One line per trial on stdout; the files written (``skipped`` trials had theirs)."""
     for row in rows:
         if row["status"] == "failed":
             print(f"{row['trial']:<24}failed: {row['error']}")
             continue
-        weights = " ".join(f"{row[name]:.6g}" for name in names)
+        weights = " ".join("-" if row[name] is None else f"{row[name]:.6g}" for name in names)
         print(f"{row['trial']:<24}{weights}  "
               f"{'identifiable' if row['identifiable'] else 'NOT identifiable'}")
     if out is not None:
-        written = sum(row["status"] == "ok" for row in rows)
-        print(f"wrote {out / weights_io.SUMMARY_FILE} and {written} weights.json")
+        written = sum(row["status"] == "ok" for row in rows) - skipped
+        kept = f" ({skipped} finished earlier, kept)" if skipped else ""
+        print(f"wrote {out / weights_io.SUMMARY_FILE} and {written} weights.json{kept}")
 
 
 # --- command-line syntax ------------------------------------------------------------------
@@ -533,14 +658,14 @@ def add_optimize(commands):
                               "%(default)s)")
     command.add_argument("--control-points", type=integer_at_least(1), default=50,
                          metavar="NC", help="B-spline control points (default %(default)s)")
-    command.add_argument("--start", type=joint_values_option, default=[PAPER_START],
-                         metavar="Q0", help="q(0): one value for all joints, one per joint or "
-                                            "JOINT=VALUE pairs (the others 0), rad (default "
-                                            f"{PAPER_START}, the paper's)")
-    command.add_argument("--goal", type=joint_values_option, default=[PAPER_GOAL],
-                         metavar="Q1", help="q(T): one value for all joints, one per joint or "
-                                            "JOINT=VALUE pairs (the others 0), rad (default "
-                                            f"{PAPER_GOAL}, the paper's)")
+    command.add_argument("--start", type=joint_values_option, metavar="Q0",
+                         help="q(0): one value for all joints, one per joint or JOINT=VALUE "
+                              "pairs, rad (m for prismatic joints); default per joint (also "
+                              "for the joints pairs leave out): "
+                              + BOUNDARY_RULE.replace("%", "%%"))
+    command.add_argument("--goal", type=joint_values_option, metavar="Q1",
+                         help="q(T): as --start; default per joint: -1.57 or 70 %% of the "
+                              "range, see --start")
     command.add_argument("--rest-order", type=integer_at_least(0), default=1, metavar="R",
                          help="q' .. q^(R) vanish at both ends, R < degree (default "
                               "%(default)s)")
@@ -587,9 +712,11 @@ def add_ioc(commands):
                          help="motion files (CSV, .mot, .sto, DeepMimic clip .txt, "
                               "result.json), folders (their result.json, else every *.csv, "
                               "*.mot, *.sto, *.txt inside) or glob patterns")
-    command.add_argument("--costs", type=split_names, required=True, metavar="NAME[,NAME...]",
-                         help="the sub-costs whose weights to recover (a result.json: the "
-                              "recorded ones)")
+    command.add_argument("--costs", type=split_names, metavar="NAME[,NAME...]",
+                         help="the sub-costs whose weights to recover: required for measured "
+                              "motions; a result.json's default are its recorded costs, "
+                              "other ones are candidates whose stationarity says whether "
+                              "they explain the optimum")
     command.add_argument("--estimator", choices=ESTIMATORS,
                          help="kkt: inverse KKT on the (fitted) motion; data: maximum "
                               "likelihood on the samples (default: kkt for a result.json, "
@@ -611,7 +738,9 @@ def add_ioc(commands):
                          help="joint limits: the model's, none, or LO,HI for all joints"
                               + recorded % "model")
     command.add_argument("--degrees", action="store_true",
-                         help="the files' angles (and --noise) are in degrees")
+                         help="the files' angles are in degrees, and so is --noise (default: "
+                              "radians for both, unless a .mot or .sto header says "
+                              "inDegrees=yes)")
     command.add_argument("--boundary", choices=BOUNDARY_MODES,
                          help="rest: the motion starts and ends at rest (q' .. q^(R) = 0); "
                               "data: with the recorded motion's end velocities .. q^(R), "
@@ -725,7 +854,9 @@ def precompile_kernels(args):
     """Compile every kernel of the engine into Numba's on-disk cache, several processes at
     once (cmtm.precompile); later runs load them instead of compiling, and the kernels
     already cached are only loaded."""
-    result = cmtm.precompile(args.jobs)
+    announce_compile("precompile", jobs=args.jobs)
+    with compiling():
+        result = cmtm.precompile(args.jobs)
     compiled = sum(len(group) for group in result["groups"])
     print(f"every kernel ready in {result['seconds']:.1f} s: {compiled} unit(s) compiled by "
           f"{len(result['groups'])} process(es), {len(result['cached'])} found compiled or "
@@ -747,7 +878,8 @@ DEBUG_HELP = "show the traceback of an error instead of one line"
 
 def build_parser():
     from ioc.demo import add_demo  # ioc.demo imports this module
-    parser = OneLineParser(prog="cmtm", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="cmtm", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"cmtm {version()}")
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     commands = parser.add_subparsers(dest="command", required=True)
     add_demo(commands)
@@ -762,30 +894,96 @@ def build_parser():
     return parser
 
 
+def version():
+    """The installed cmtm's version ("unknown" for a checkout that is not installed)."""
+    try:
+        return importlib.metadata.version("cmtm")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread while a command runs (as SIGINT raises
+    KeyboardInterrupt), so that it ends as Ctrl-C does: temporary files removed, workers
+    stopped."""
+
+
+STOPS = {signal.SIGINT: ("interrupted", INTERRUPTED, KeyboardInterrupt),
+         signal.SIGTERM: ("terminated", TERMINATED, Terminated)}
+"""Per signal that stops a command: its one line's word, the exit status, the exception."""
+
+
+@contextmanager
+def stop_signals():
+    """While the context runs (in the main thread), SIGINT raises KeyboardInterrupt and
+    SIGTERM :class:`Terminated`; yields the list of the signals received. Where Python
+    cannot let that exception through (a ctypes callback of Numba's compiler prints it as
+    "ignored", and the compile then fails with a RuntimeError), the error that follows is
+    the signal's doing: the caller reports the signal, and the "ignored" report is not
+    printed."""
+    received = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def stop(number, frame):
+        received.append(number)
+        raise STOPS[number][2]
+
+    previous = {number: signal.signal(number, stop) for number in STOPS}
+    unraisable = sys.unraisablehook
+    sys.unraisablehook = lambda report: None if received else unraisable(report)
+    try:
+        yield received
+    finally:
+        sys.unraisablehook = unraisable
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
 def main(argv=None):
     """Run ``cmtm``; returns the exit status (argparse's errors exit 2 by SystemExit).
 
     Bad input (ValueError, OSError) and unexpected exceptions alike exit 2 with one line
-    on stderr; with ``--debug`` they propagate with their traceback.
+    on stderr, Ctrl-C 130 and SIGTERM 143 with one line; the warnings a command raised
+    follow its output as notices, each once, unless it failed or runs with --quiet. With
+    ``--debug`` exceptions and warnings propagate as Python shows them. ``argv`` None
+    (the process's own command line, the console script): a process whose compile a
+    signal stopped ends at once after its line (os._exit), skipping a teardown that can
+    crash (:data:`_stopped_compile`).
     """
     args, unknown = build_parser().parse_known_args(argv)
     if unknown:
         args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
-    try:
+    if args.debug:
         return args.run(args)
-    except Exception as error:
-        if args.debug:
-            raise
-        print(error_line(args.command, error), file=sys.stderr)
-        return 2
+    with stop_signals() as received, recorded_warnings() as raised:
+        try:
+            status = args.run(args)
+        except (KeyboardInterrupt, Terminated, Exception) as error:
+            stopped = received[:1] or [number for number, (_, _, kind) in STOPS.items()
+                                       if isinstance(error, kind)]
+            if not stopped:
+                print(error_line(args.command, error), file=sys.stderr)
+                return 2
+            word, status, _ = STOPS[stopped[0]]
+            print(f"cmtm {args.command}: {word}", file=sys.stderr)
+            if argv is None and _stopped_compile.is_set():
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(status)
+            return status
+    for text in () if getattr(args, "quiet", False) else raised:
+        print(f"cmtm {args.command}: warning: {text}", file=sys.stderr)
+    return status
 
 
 def error_line(command, error):
     """The one stderr line of an exception: bad input, or an internal error (a bug)."""
     if isinstance(error, (ValueError, OSError)):
-        return f"cmtm {command}: error: {batch.one_line(error)}"
+        return f"cmtm {command}: error: {one_line(error)}"
     return (f"cmtm {command}: internal error: {type(error).__name__}: "
-            f"{batch.one_line(error)} (a bug: rerun with --debug for the traceback and "
+            f"{one_line(error)} (a bug: rerun with --debug for the traceback and "
             f"report it)")
 
 

@@ -25,6 +25,7 @@ S_lambda           (not formed)            (N, N)           hat matrix, q_hat = 
 =================  ======================  ===============  ================================
 """
 import csv
+import io
 import json
 import math
 import os
@@ -40,6 +41,7 @@ from scipy.spatial.transform import Rotation
 
 import cmtm
 from cmtm.api import check_model
+from ioc._blas import single_threaded_blas
 from ioc.bspline import check_int
 from kinematic_trees.joint_types import JOINT_PRISMATIC, JOINT_REVOLUTE
 
@@ -83,10 +85,13 @@ class _Table(NamedTuple):
 def read_motion(path, joint_names, degrees=None):
     """Read a recorded motion from ``path`` (``.csv``, ``.mot`` or ``.sto``).
 
-    CSV: comma separated, a header row with a ``time`` column and one column per joint named
-    as in ``joint_names``. OpenSim storage: header lines up to a line ``endheader`` (a line
-    ``inDegrees=yes|no`` sets the unit), then a line of column labels (tab- or
-    space-separated) and whitespace-separated numeric rows.
+    CSV: comma separated (quoted fields as Python's csv module reads them; a UTF-8 byte
+    order mark, as Excel's "CSV UTF-8" writes, is skipped), a header row with a ``time``
+    column and one column per joint named as in ``joint_names`` (a label matches a joint
+    exactly or, failing that, without surrounding spaces; for a joint named ``time`` the
+    first ``time`` column is the time, the second the joint). OpenSim storage: header
+    lines up to a line ``endheader`` (a line ``inDegrees=yes|no`` sets the unit), then a
+    line of column labels (tab- or space-separated) and whitespace-separated numeric rows.
 
     Extra columns are ignored with a notice and are not parsed; only ``time`` and the joint
     columns must be numeric and finite. Angles are radians unless ``degrees=True`` or the
@@ -103,12 +108,7 @@ def read_motion(path, joint_names, degrees=None):
         raise ValueError(f"path: expected a file path (str or Path), got {type(path).__name__}")
     path = Path(path)
     names = _joint_names(joint_names)
-    suffix = path.suffix.lower()
-    if suffix not in CSV_SUFFIXES + STORAGE_SUFFIXES:
-        raise ValueError(f"{path}: expected a file ending in "
-                         f"{', '.join(CSV_SUFFIXES + STORAGE_SUFFIXES)}, got {path.suffix!r}")
-    text = _read_text(path)
-    table = _csv_table(text) if suffix in CSV_SUFFIXES else _storage_table(path, text)
+    table = _read_table(path)
     in_degrees = _unit(path, table.in_degrees, degrees)
     times, q, notices = _columns(path, table, names)
     return MotionData(times, np.deg2rad(q) if in_degrees else q, names, str(path), notices)
@@ -117,14 +117,18 @@ def read_motion(path, joint_names, degrees=None):
 def motion_columns(path):
     """The column labels of a motion file (``.csv``, ``.mot``, ``.sto``, as
     :func:`read_motion` parses it); ValueError as there for a file that is not one."""
-    path = Path(path)
-    if path.suffix.lower() not in CSV_SUFFIXES + STORAGE_SUFFIXES:
+    return tuple(_read_table(Path(path)).labels)
+
+
+def _read_table(path):
+    """The _Table of a motion file ``path`` (a Path): CSV or OpenSim storage by its suffix;
+    ValueError naming the file for another suffix or what cannot be read."""
+    suffix = path.suffix.lower()
+    if suffix not in CSV_SUFFIXES + STORAGE_SUFFIXES:
         raise ValueError(f"{path}: expected a file ending in "
                          f"{', '.join(CSV_SUFFIXES + STORAGE_SUFFIXES)}, got {path.suffix!r}")
     text = _read_text(path)
-    table = _csv_table(text) if path.suffix.lower() in CSV_SUFFIXES \
-        else _storage_table(path, text)
-    return tuple(table.labels)
+    return _csv_table(path, text) if suffix in CSV_SUFFIXES else _storage_table(path, text)
 
 
 def _joint_names(joint_names):
@@ -144,11 +148,13 @@ def _joint_names(joint_names):
 
 
 def _read_text(path):
-    """The file's text; ValueError for a missing or empty file."""
+    """The file's text (a leading UTF-8 byte order mark dropped, line ends as in the file);
+    ValueError for a missing or empty file."""
     if not path.is_file():
         raise ValueError(f"{path}: expected an existing motion file, found none")
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8-sig", newline="") as file:
+            text = file.read()
     except UnicodeDecodeError:
         raise ValueError(f"{path}: expected a UTF-8 text file, got undecodable bytes") from None
     if not text.strip():
@@ -156,12 +162,22 @@ def _read_text(path):
     return text
 
 
-def _csv_table(text):
-    """Comma-separated table: first non-blank row the labels, then data rows."""
-    reader = csv.reader(text.splitlines())
-    rows = [(reader.line_num, [f.strip() for f in row]) for row in reader]
-    rows = [(line, fields) for line, fields in rows if any(fields)]
-    return _Table(rows[0][1], rows[1:], None)
+def _csv_table(path, text):
+    """Comma-separated table: first non-blank row the labels (as written), then data rows
+    (fields without surrounding spaces); ValueError for text that Python's csv module
+    cannot read (an unclosed quote) or that holds no labels (only commas)."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        rows = [(reader.line_num, row) for row in reader]
+    except csv.Error as error:
+        raise ValueError(f"{path}: line {reader.line_num}: expected CSV, got {error}; an "
+                         f"unclosed quote makes the rest of the file one field") from None
+    rows = [(line, fields) for line, fields in rows if any(f.strip() for f in fields)]
+    if not rows:
+        raise ValueError(f"{path}: expected a header row of column labels, got none (only "
+                         f"separators and blanks)")
+    return _Table(rows[0][1], [(line, [f.strip() for f in fields])
+                               for line, fields in rows[1:]], None)
 
 
 def _storage_table(path, text):
@@ -207,22 +223,40 @@ def _unit(path, in_degrees, degrees):
 def _columns(path, table, names):
     """(times (N,), q (N, nv) in file units, notices) from a parsed table."""
     labels = table.labels
-    repeated = sorted({label for label in labels if labels.count(label) > 1})
-    if repeated:
-        raise ValueError(f"{path}: expected distinct column labels, got repeated "
-                         f"{', '.join(repeated)}")
-    if "time" not in labels:
+    indices = _column_indices(path, labels, names)
+    used = ["time", *names]
+    values = _numbers(path, table, indices, used)
+    _check_times(path, values[:, 0], [n for n, _ in table.rows])
+    ignored = [label for i, label in enumerate(labels) if i not in indices]
+    notices = (f"ignored columns: {', '.join(ignored)}",) if ignored else ()
+    return values[:, 0], values[:, 1:], notices
+
+
+def _column_indices(path, labels, names):
+    """The columns of the time and of each joint of ``names``: a label equal to the name,
+    else equal to it without surrounding spaces; the first 'time' column is the time, so a
+    joint named 'time' is the second. ValueError for a missing or an ambiguous column."""
+    taken, shared = [], 2 if "time" in names else 1   # the time's label, and a joint's
+
+    def find(name, what):
+        for candidates in ([i for i, label in enumerate(labels) if label == name],
+                           [i for i, label in enumerate(labels) if label.strip() == name]):
+            free = [i for i in candidates if i not in taken]
+            if len(free) > (shared if name == "time" and not taken else 1):
+                raise ValueError(f"{path}: expected one column {name!r} ({what}), got "
+                                 f"{len(free)}")
+            if free:
+                taken.append(free[0])
+                return free[0]
+        return None
+
+    if find("time", "the time") is None:
         raise ValueError(f"{path}: expected a 'time' column, got columns {', '.join(labels)}")
-    missing = [n for n in names if n not in labels]
+    missing = [name for name in names if find(name, "a joint") is None]
     if missing:
         raise ValueError(f"{path}: expected a column for every joint, missing "
                          f"{', '.join(missing)}")
-    used = ["time", *names]
-    values = _numbers(path, table, [labels.index(label) for label in used], used)
-    _check_times(path, values[:, 0], [n for n, _ in table.rows])
-    ignored = [label for label in labels if label not in used]
-    notices = (f"ignored columns: {', '.join(ignored)}",) if ignored else ()
-    return values[:, 0], values[:, 1:], notices
+    return taken
 
 
 def _numbers(path, table, indices, used):
@@ -386,6 +420,7 @@ def rest_map(n_control, rest_order):
                         shape=(n_control, n_phi))
 
 
+@single_threaded_blas
 def fit_spline(knots, degree, times, q, *, noise=None, rest_order=0, penalty_order=4):
     """Fit a clamped B-spline to samples by penalised least squares (a P-spline).
 
@@ -413,7 +448,9 @@ def fit_spline(knots, degree, times, q, *, noise=None, rest_order=0, penalty_ord
 
     All lambdas and joints share one Cholesky factorisation of B^T B (in phi) and one SVD
     of the whitened penalty factor (the Demmler-Reinsch basis, :class:`_Modes`); the SVD
-    resolves the penalty's null space to round-off of s, not of s^2.
+    resolves the penalty's null space to round-off of s, not of s^2. BLAS runs on one
+    thread: OpenBLAS's factorisations of 200 control points differ by ~5e-11 between one
+    and two threads, and the result must not depend on the process it runs in (ioc.batch).
 
     Returns :class:`SplineFit` with control points in the full (n_c, nv) layout.
     """

@@ -16,7 +16,8 @@ its Table 6 on the built-in models, the README's main job.
 
 Files in ``--out`` (default ``cmtm-demo``): ``demo.json`` {"table7": [{case, model, costs,
 true, estimated, l1_error, paper_l1_error, solve_seconds, iterations, stationarity,
-status}], "table6": {quantity: {"0": rel_diff, ...}}, "versions", "quick"}; per case a
+status}], "table6": {quantity: {"0": rel_diff, ...}}, "limits": [-pi, pi], "versions",
+"quick"}; per case a
 folder (case_a, case_b, case_c, panda) holding ``cmtm optimize``'s result.json,
 trajectory.csv and motion.npz (inputs of ``cmtm ioc``) and, with the plot extra, its curves
 (joint_angles.png, joint_velocities.png, joint_jerks.png, joint_torques.png,
@@ -36,17 +37,22 @@ import numpy as np
 
 import cmtm
 import ioc
-from ioc.cli import (DEFAULT_TOLERANCE, PAPER_GOAL, PAPER_START, check_out_folder,
-                     jacobian_discrepancies)
+from ioc.cli import DEFAULT_TOLERANCE, compile_notice, compiling, jacobian_discrepancies
 from ioc.drawing import motion_title
-from ioc.models import resolve_model
+from ioc.models import PAPER_GOAL, PAPER_START, resolve_model
 
 results = ioc.lazy_module("ioc.results")    # loaded when the demo runs, not by the parser
 view = ioc.lazy_module("ioc.view")
 
 PAPER = dict(duration=2.0, samples=200, degree=5, control_points=50, start=PAPER_START,
              goal=PAPER_GOAL, rest_order=1, limits=(-np.pi, np.pi))
-"""The paper's §8.3 setting of every case (MotionProblem keywords)."""
+"""The paper's §8.3 setting of every case (MotionProblem keywords). Its limits, [-pi, pi]
+on every joint, replace the models' own: the Panda's exclude 1.57 for panda_joint4
+([-3.07, -0.07]) and -1.57 for panda_joint6 ([-0.02, 3.75]); ``cmtm optimize`` keeps a
+model's limits and moves such joints' start and goal inside (ioc.models.default_boundary)."""
+LIMITS_NOTE = ("every joint 1.57 -> -1.57 rad, limits [-pi, pi]: the paper's, not the "
+               "Panda's own")
+"""What the demo says of the limits it uses."""
 COSTS = ("joint_velocity", "joint_acceleration", "joint_jerk", "joint_torque",
          "joint_torque_rate")
 L1_TOLERANCE = 1e-9
@@ -88,25 +94,11 @@ SNAPSHOT_FIGURES = (("fig6_3dof.png", ("case_a", "case_b", "case_c")),
 def demo(args):
     """The paper's Table 7 (direct then inverse optimization) and Table 6 (structured vs
     finite-difference Jacobians), with their files and figures."""
-    check_out_folder(args.out)
-    plan = QUICK if args.quick else FULL
-    plots = plotting(args.quiet)
-    step = progress(len(plan.cases) + len(plan.orders) + 2 + bool(plots), args.quiet)
-    step("compiling the engine's kernels, one process per CPU (cmtm.precompile: 20-50 s on "
-         "a cold Numba cache and 2 cores, loaded from the cache afterwards)")
-    cmtm.precompile()   # the solve times below then exclude compilation
-    table7, motions = run_cases(plan.cases, args.out, plots, step)
-    table6 = jacobian_table(plan, step)
-    if plots:
-        step("summary figures")
-        write_figures(plots, args.out, motions)
-    step("writing demo.json")
-    record = {"table7": table7, "table6": table6, "versions": results.versions(),
-              "quick": args.quick}
+    with results.output_folder(args.out):
+        record = run_demo(args)
     path = args.out / "demo.json"
-    results.write_atomically(path, lambda file: file.write(results.to_json(record) + "\n"))
     report = sys.stderr if args.json else sys.stdout
-    print_tables(record, plan, report)
+    print_tables(record, QUICK if args.quick else FULL, report)
     print(f"demo.json written to {path}", file=report)
     if args.json:
         print(results.to_json(record))
@@ -114,6 +106,28 @@ def demo(args):
     if failed:
         print(f"cmtm demo: FAILED: {'; '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def run_demo(args):
+    """Compute the tables into ``args.out`` (a folder ready to write into) and write
+    demo.json; returns its record."""
+    plan = QUICK if args.quick else FULL
+    plots = plotting(args.quiet)
+    step = progress(len(plan.cases) + len(plan.orders) + 2 + bool(plots), args.quiet)
+    step(compile_notice() or "the engine's kernels: loading them from Numba's disk cache")
+    with compiling():
+        cmtm.precompile()   # the solve times below then exclude compilation
+    table7, motions = run_cases(plan.cases, args.out, plots, step)
+    table6 = jacobian_table(plan, step)
+    if plots:
+        step("summary figures")
+        write_figures(plots, args.out, motions)
+    step("writing demo.json")
+    record = {"table7": table7, "table6": table6, "limits": [-np.pi, np.pi],
+              "versions": results.versions(), "quick": args.quick}
+    results.write_atomically(args.out / "demo.json",
+                             lambda file: file.write(results.to_json(record) + "\n"))
+    return record
 
 
 def progress(total, quiet):
@@ -146,7 +160,8 @@ def run_cases(cases, out, plots, step):
     MotionSamples)})."""
     table7, motions = [], {}
     for case in cases:
-        step(f"{case.name}: optimizing the motion, recovering the weights")
+        step(f"{case.name}: {case.model}, {LIMITS_NOTE if case is cases[0] else 'same limits'}: "
+             f"optimizing the motion, recovering the weights")
         entry, motion, result = run_case(case, out, plots)
         table7.append(entry)
         motions[case.name] = case, motion, result
@@ -162,13 +177,14 @@ def run_case(case, out, plots):
     true = np.asarray(case.weights) / np.sum(case.weights)
     motion = results.motion_samples(result)
     folder = out / case.name
-    results.write_result(folder, results.result_record(result, case.model, {}), motion)
-    if plots:
-        plots.plot_motion(folder, motion, problem.model,
-                          motion_title(case.model, case.costs, case.weights))
-        if find_spec("plotly") is not None:
-            view.write_page(folder / view.PAGE_FILE, view.optimized_page(
-                problem.model, case.model, problem, result.weights, result.theta))
+    with results.signals_deferred():
+        results.write_result(folder, results.result_record(result, case.model, {}), motion)
+        if plots:
+            plots.plot_motion(folder, motion, problem.model,
+                              motion_title(case.model, case.costs, case.weights))
+            if find_spec("plotly") is not None:
+                view.write_page(folder / view.PAGE_FILE, view.optimized_page(
+                    problem.model, case.model, problem, result.weights, result.theta))
     entry = {"case": case.name, "model": case.model, "costs": list(case.costs),
              "true": true.tolist(), "estimated": estimated.tolist(),
              "l1_error": float(np.sum(np.abs(estimated - true))),
@@ -244,7 +260,8 @@ TABLE7_COLUMNS = (("case", "case", str), ("model", "model", str),
 def print_tables(record, plan, file):
     """Table 7 and Table 6 of ``record`` (demo.json), columns two or more spaces apart."""
     print("Table 7: cost weights (normalised to sum 1) recovered by inverse KKT from the "
-          f"optimized motions; L1 error <= {L1_TOLERANCE:.0e} required", file=file)
+          f"optimized motions ({LIMITS_NOTE}); L1 error <= {L1_TOLERANCE:.0e} required",
+          file=file)
     print_table([header for header, _, _ in TABLE7_COLUMNS],
                 [[form(entry[key]) for _, key, form in TABLE7_COLUMNS]
                  for entry in record["table7"]], file)

@@ -122,8 +122,15 @@ def check_callback(name, value):
         raise ValueError(f"{name}: expected None or a callable, got {value!r}")
 
 
+WEIGHT_SUM_RANGE = (1e-300, 1e200)
+"""Accepted sums of the weights: the solver divides by the sum (a normal float from
+1e-300 on), and the weighted costs reported (weight times raw cost) stay finite for raw
+costs up to 1e100."""
+
+
 def check_weights(weights, n_terms):
-    """Weights as a float array: one finite non-negative value per term, not all zero."""
+    """Weights as a float array: one finite non-negative value per term, not all zero,
+    their sum within WEIGHT_SUM_RANGE."""
     try:
         w = np.asarray(weights, dtype=np.float64).ravel()
     except (TypeError, ValueError):
@@ -133,6 +140,12 @@ def check_weights(weights, n_terms):
     if not np.all(np.isfinite(w)) or np.any(w < 0) or not np.any(w > 0):
         raise ValueError(f"weights: expected finite non-negative values, not all zero, "
                          f"got {w.tolist()}")
+    largest = float(w.max())
+    total = largest * float(np.sum(w / largest))           # Python floats: inf, no warning
+    low, high = WEIGHT_SUM_RANGE
+    if not low <= total <= high:
+        raise ValueError(f"weights: expected a sum within [{low:g}, {high:g}], got {total:g} "
+                         f"(a common factor does not change the optimum: scale them)")
     return w
 
 
@@ -244,9 +257,34 @@ def _equality_step(chol, g, limits, W):
     return -(Hg + HA @ mu), mu
 
 
-@single_threaded_blas
 def solve(problem, weights, theta0=None, options=SolverOptions(), progress=None):
     """Optimize the motion of ``problem`` for ``weights``; returns a :class:`DirectResult`.
+
+    A common factor of the weights does not change the optimum: the solver works with the
+    weights normalised to sum 1 (:func:`_solve_normalised`), so that their scale changes
+    neither the damping's share nor the stopping rules, and the result reports the cost,
+    the absolute stationarity, the multipliers and the history for the weights as given
+    (``evaluation``: for the normalised ones).
+    """
+    check_problem(problem)
+    w = check_weights(weights, len(problem.terms))
+    scale = float(w.sum())
+    scaled = None if progress is None else \
+        (lambda entry: progress({**entry, "cost": entry["cost"] * scale}))
+    check_callback("progress", progress)
+    result = _solve_normalised(problem, w / scale, theta0, options, scaled)
+    result.weights, result.cost = w, result.cost * scale
+    result.stationarity_abs *= scale
+    for entry in result.history:
+        entry["cost"] *= scale
+    for multiplier in result.multipliers:
+        multiplier["value"] *= scale
+    return result
+
+
+@single_threaded_blas
+def _solve_normalised(problem, weights, theta0=None, options=SolverOptions(), progress=None):
+    """:func:`solve` for weights that sum to 1.
 
     theta0 : DD or (n_c, nv) float64 start (default ``problem.initial_theta()``); its fixed
         rows are replaced by the boundary conditions.

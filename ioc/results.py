@@ -15,6 +15,9 @@ iterations            int                         accepted solver steps
 solve_seconds         float                       wall time of the solve
 model, model_lock     str, {joint: float}         the --model spec as given, the positions of
                                                   the joints fixed (--lock and --joints)
+model_sha256          str | null                  sha256 of the model file (null: built-in);
+                                                  a reader looks for the file at the path
+                                                  as given, then next to the result.json
 floating_base         str | null                  --floating-base (null: the base is fixed)
 gravity               [float] (3)                 the model's gravity, base frame, m/s^2
 joint_names           [str] (nv)                  the model's joints, column order
@@ -51,11 +54,17 @@ np.linspace(0, T, N), positions in rad (m for prismatic joints), full precision;
 raw tau, tau' (gravity included), ``joint_names`` (nv,) str.
 """
 import csv
+import errno
 import importlib.metadata
 import json
 import os
 import secrets
+import signal
+import tempfile
+import threading
+from contextlib import contextmanager
 from functools import partial
+from numbers import Real
 from pathlib import Path
 from typing import NamedTuple
 
@@ -63,8 +72,9 @@ import numpy as np
 
 import cmtm
 from ioc.bspline import DD
+from ioc.costs import parse_terms
 from ioc.direct import check_weights
-from ioc.models import resolve_model
+from ioc.models import locate_model, model_sha256, resolve_model
 from ioc.problem import MotionProblem
 
 SCHEMA = 1
@@ -106,6 +116,7 @@ def result_record(result, model_spec, model_lock, floating_base=None):
         "solve_seconds": result.solve_seconds,
         "model": model_spec, "model_lock": dict(model_lock),
         "floating_base": floating_base, "gravity": problem.model.gravity.tolist(),
+        "model_sha256": model_sha256(model_spec),
         "joint_names": list(problem.model.joint_names),
         "costs": [term.name for term in problem.terms], "weights": result.weights.tolist(),
         "duration": spline.duration, "samples": problem.samples,
@@ -168,6 +179,99 @@ def write_atomically(path, write, binary=False):
         temp.unlink(missing_ok=True)
 
 
+LOCKED_OUT = ("another cmtm run is writing into it; wait for it to finish or choose "
+              "another --out")
+
+
+@contextmanager
+def output_folder(out):
+    """Make ``out`` ready before any work, hold it for the run and yield it (None: no
+    folder, nothing done). ValueError (nothing written) when ``out`` names a file, cannot
+    be created, is not writable (a file is created in it and removed), or another run
+    holds it: the folder is locked (``flock`` on the folder itself, released when the run
+    ends, also when its process is killed) so that two runs never write one folder at
+    once. A folder created here is removed again if the run fails or is stopped before
+    writing anything into it."""
+    if out is None:
+        yield out
+        return
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out: expected a folder, got the file {out}")
+    created = [folder for folder in (out, *out.parents) if not folder.exists()]
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ValueError(f"--out {out}: cannot create the folder ('{error.strerror}')") \
+            from None
+    with _locked(out):
+        try:
+            _check_writable(out)
+            yield out
+        except BaseException:
+            for folder in created:                     # the deepest first, while empty
+                if any(folder.iterdir()):
+                    break
+                folder.rmdir()
+            raise
+
+
+def _check_writable(folder):
+    """ValueError unless a file can be created in ``folder`` (mode bits say little to
+    root or on a read-only mount)."""
+    try:
+        handle, name = tempfile.mkstemp(prefix=".cmtm-probe-", dir=folder)
+    except OSError as error:
+        raise ValueError(f"--out {folder}: expected a folder this run can write into, got "
+                         f"'{error.strerror}'") from None
+    os.close(handle)
+    os.unlink(name)
+
+
+@contextmanager
+def _locked(folder):
+    """An exclusive lock on ``folder`` while the context runs; ValueError if another
+    process (or another open of this process) holds it. Where the platform has no
+    ``fcntl`` (Windows) the folder is not locked."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    handle = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise
+            raise ValueError(f"--out {folder}: {LOCKED_OUT}") from None
+        yield
+    finally:
+        os.close(handle)
+
+
+@contextmanager
+def signals_deferred():
+    """Hold SIGINT and SIGTERM back while the context runs (a set of files that belong
+    together is written whole) and deliver them when it ends. In a thread other than the
+    main one, where signals cannot be handled, it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received = []
+    wanted = (signal.SIGINT, signal.SIGTERM)
+    previous = {number: signal.signal(number, lambda number, frame: received.append(number))
+                for number in wanted}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for number in dict.fromkeys(received):
+            signal.raise_signal(number)
+
+
 def write_result(out_dir, record, motion):
     """Write result.json, trajectory.csv and motion.npz into ``out_dir`` (created if
     needed); returns their paths."""
@@ -181,9 +285,14 @@ def write_result(out_dir, record, motion):
 
 
 def _write_trajectory(file, motion):
-    writer = csv.writer(file, lineterminator="\n")
-    writer.writerow(("time",) + tuple(motion.joint_names))
-    writer.writerows(np.column_stack([motion.times, motion.q[:, 0]]).tolist())
+    """trajectory.csv; its header quoted whole when a joint name holds a carriage return,
+    which Python's csv writer leaves unquoted with a newline line end but its reader (and
+    others) split the row at."""
+    header = ("time",) + tuple(motion.joint_names)
+    quoting = csv.QUOTE_ALL if any("\r" in name for name in header) else csv.QUOTE_MINIMAL
+    csv.writer(file, lineterminator="\n", quoting=quoting).writerow(header)
+    csv.writer(file, lineterminator="\n").writerows(
+        np.column_stack([motion.times, motion.q[:, 0]]).tolist())
 
 
 def _write_motion(file, motion):
@@ -193,14 +302,16 @@ def _write_motion(file, motion):
 
 # --- reading ------------------------------------------------------------------------------
 
-def load_result(path):
+def load_result(path, costs=None):
     """Rebuild a ``cmtm optimize`` result from its result.json (or the folder holding it).
 
     Returns (model, problem, weights, theta, record): the CompiledTree of the recorded model
     spec, lock, floating base and gravity (files without the last two: a fixed base and the
-    model's own gravity), the exact MotionProblem (same costs, knots, quadrature, boundary
-    conditions, limits, constraints and penalty), the weights (n_terms,) float64, the
-    control points theta = DD(hi, lo) (n_c, nv) and the parsed record.
+    model's own gravity; the model file found by ``ioc.models.locate_model``), the exact
+    MotionProblem (same costs, knots, quadrature, boundary conditions, limits, constraints
+    and penalty; with ``costs``, those costs instead: the candidates of a hypothesis test),
+    the recorded weights (one per recorded cost) float64, the control points
+    theta = DD(hi, lo) (n_c, nv) and the parsed record.
     ValueError naming the file if it is not such a result or no longer fits its model.
     """
     path, record = _result_record(path)
@@ -208,24 +319,29 @@ def load_result(path):
     def get(*keys):
         return _field(record, keys, path)
 
-    model = resolve_model(get("model"), get("model_lock"), record.get("floating_base"),
+    spec = locate_model(get("model"), get("model_sha256") if "model_sha256" in record
+                        else None, path.parent)
+    model = resolve_model(spec, get("model_lock"), record.get("floating_base"),
                           record.get("gravity"))
     if list(model.joint_names) != get("joint_names"):
         raise ValueError(f"{path}: expected joints {get('joint_names')} of model "
                          f"{get('model')!r}, the model now has {list(model.joint_names)}")
-    theta = DD(np.array(get("control_points"), dtype=float),
-               np.array(get("control_points_lo"), dtype=float))
+    theta = DD(_floats(get("control_points"), "control_points", path),
+               _floats(get("control_points_lo"), "control_points_lo", path))
     if theta.hi.ndim != 2 or theta.hi.shape[1] != model.nv or theta.lo.shape != theta.hi.shape:
         raise ValueError(f"{path}: expected control_points and control_points_lo of shape "
                          f"(n_c, {model.nv}), got {theta.hi.shape} and {theta.lo.shape}")
-    limits = (_bounds(get("limits", "lower"), -np.inf), _bounds(get("limits", "upper"), np.inf))
+    limits = (_bounds(get("limits", "lower"), -np.inf, path),
+              _bounds(get("limits", "upper"), np.inf, path))
     problem = MotionProblem(
-        model, get("costs"), duration=get("duration"), samples=get("samples"),
+        model, get("costs") if costs is None else costs, duration=get("duration"),
+        samples=get("samples"),
         degree=get("degree"), control_points=theta.hi.shape[0], start=get("start"),
         goal=get("goal"), rest_order=get("rest_order"), integration=get("quadrature", "rule"),
         limits=limits, constraints=get("constraints"), knots=get("knots"),
         penalty=get("penalty"), boundary=record.get("boundary", "rest"))
-    weights = check_weights(get("weights"), len(problem.terms))
+    n_recorded = len(problem.terms) if costs is None else len(parse_terms(get("costs"), model))
+    weights = check_weights(get("weights"), n_recorded)
     return model, problem, weights, theta, record
 
 
@@ -252,27 +368,68 @@ def _read_json(path):
     except OSError as error:
         raise ValueError(f"{path}: expected a result.json of cmtm optimize, "
                          f"could not read it ({error.strerror})") from None
-    try:
-        record = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: expected JSON, got {error}") from None
+    record = parse_json(text, path)
     if not isinstance(record, dict) or record.get("schema") != SCHEMA:
         raise ValueError(f"{path}: expected a cmtm optimize result of schema {SCHEMA}, got "
                          f"{record.get('schema') if isinstance(record, dict) else record!r}")
     return record
 
 
+def parse_json(text, path):
+    """The JSON value of ``text``; ValueError naming ``path`` for text that is not JSON
+    (or nests too deeply for the parser)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: expected JSON, got {error}") from None
+    except RecursionError:
+        raise ValueError(f"{path}: expected JSON of a cmtm file, got values nested too "
+                         f"deeply to parse") from None
+
+
+FIELD_TYPES = {
+    "model": str, "model_sha256": (str, type(None)), "model_lock": dict, "joint_names": list,
+    "costs": (list, str), "weights": list, "duration": Real, "samples": int, "degree": int,
+    "knots": list, "control_points": list, "control_points_lo": list, "quadrature": dict,
+    "quadrature.rule": str, "rest_order": int, "start": (list, Real), "goal": (list, Real),
+    "constraints": str, "penalty": Real, "limits": dict, "limits.lower": list,
+    "limits.upper": list}
+"""The JSON types of the result.json keys that :func:`load_result` reads."""
+
+
 def _field(record, keys, path):
-    """record[keys[0]][keys[1]]...; ValueError naming the missing key."""
+    """record[keys[0]][keys[1]]...; ValueError naming the key if it is missing or of
+    another type than FIELD_TYPES says."""
     value = record
     for depth, key in enumerate(keys):
+        name = ".".join(keys[:depth + 1])
         if not isinstance(value, dict) or key not in value:
-            raise ValueError(f"{path}: expected the key {'.'.join(keys[:depth + 1])!r} of a "
-                             f"cmtm optimize result, found none")
+            raise ValueError(f"{path}: expected the key {name!r} of a cmtm optimize result, "
+                             f"found none")
         value = value[key]
+        kind = FIELD_TYPES.get(name, object)
+        if not isinstance(value, kind) or isinstance(value, bool) and kind is not object:
+            raise ValueError(f"{path}: {name}: expected {_type_names(kind)}, got "
+                             f"{type(value).__name__}")
     return value
 
 
-def _bounds(values, infinite):
+def _type_names(kind):
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join({"str": "a string", "dict": "an object", "list": "a list",
+                        "int": "an integer", "Real": "a number", "NoneType": "null"}
+                       [k.__name__] for k in kinds)
+
+
+def _floats(values, name, path):
+    """float64 array of a JSON list of numbers; ValueError naming the key otherwise."""
+    try:
+        return np.array(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{path}: {name}: expected numbers, got "
+                         f"{json.dumps(values)[:60]}") from None
+
+
+def _bounds(values, infinite, path):
     """A per-joint bound list with null for ``infinite``."""
-    return np.array([infinite if v is None else v for v in values], dtype=float)
+    return _floats([infinite if v is None else v for v in values], "limits", path)

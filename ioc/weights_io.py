@@ -26,8 +26,9 @@ terms               [{name, weight, raw, weighted}]  raw sub-costs c_i (kkt: of 
                                                      data: of the estimated optimal motion,
                                                      summed over the trials with --pool)
 stationarity        {absolute, relative}             KKT residual for the weights (kkt: of
-                                                     the motion; data: of the fitted motion,
-                                                     the largest over the trials)
+                                                     the motion; data: of the optimal motions
+                                                     for the estimated weights, the largest
+                                                     over the trials, ~1e-12 when solved)
 eigenvalues         [float]                          ascending; what of: eigenvalues_of
 eigenvalues_of      str                              "row-scaled KKT singular values" (kkt) |
                                                      "weight covariance" (data)
@@ -36,6 +37,7 @@ solver              {method, [status, iterations]}   kkt: svd | nnls; data:
                                                      maximum_likelihood, its status and
                                                      iterations (ioc.estimate)
 model, joint_names  str, [str]                       the --model spec, the model's joints
+model_sha256        str | null                       sha256 of the model file (null: built-in)
 model_lock          {joint: float}                   every joint locked to build the model
                                                      from --model: a result.json's, or for
                                                      measured data --lock's and those the
@@ -45,13 +47,17 @@ floating_base       str | null                       the model's --floating-base
 gravity             [float] (3)                      the model's gravity, base frame, m/s^2
 source              [str]                            the motion file(s): one, or every
                                                      pooled one
+source_sha256       [str]                            sha256 of each source file: a rerun
+                                                     skips a trial only for the same input
 fit_rms             [{joint: float}] | null          per source, RMS of smoothing fit - data;
                                                      null for a result.json
-reoptimized_rms     [float]                          with --reoptimize, per source: RMS of the
+reoptimized_rms     [float]                          data estimator, and kkt with
+                                                     --reoptimize, per source: RMS of the
                                                      optimal motion for the weights - data (a
                                                      result.json: - the recorded motion at 201
                                                      uniform times)
-true_weights        {name: float}                    a result.json's weights, normalised
+true_weights        {name: float}                    a result.json's weights, normalised (0
+                                                     for candidate costs it does not record)
 l1_error            float                            sum |weights - true_weights|
 motions             [{source, times, q, motion}]     per source, for ``cmtm view``: the
                                                      samples the estimate saw (times (N_d,)
@@ -78,7 +84,7 @@ import json
 
 import numpy as np
 
-from ioc.results import to_json, versions, write_atomically
+from ioc.results import parse_json, to_json, versions, write_atomically
 
 SCHEMA = 1
 WEIGHTS_FILE, SUMMARY_FILE = "weights.json", "summary.csv"
@@ -147,14 +153,16 @@ def _intervals(names, std, ci95):
                                                for n, (lo, hi) in zip(names, ci95)}}
 
 
-def weights_record(fields, *, model, joint_names, sources, fit_rms, settings, floating_base,
-                   gravity, **extra):
+def weights_record(fields, *, model, joint_names, sources, fit_rms, settings, source_sha256,
+                   model_sha256, floating_base, gravity, **extra):
     """The weights.json object: the estimator's ``fields`` (kkt_fields, data_fields),
-    the inputs, ``extra`` keys (reoptimized_rms, true_weights, l1_error, motions) and
-    versions."""
-    return {"schema": SCHEMA, **fields, "model": model, "joint_names": list(joint_names),
-            "floating_base": floating_base, "gravity": [float(g) for g in gravity],
-            "source": [str(source) for source in sources], "fit_rms": fit_rms, **extra,
+    the inputs and their sha256, ``extra`` keys (reoptimized_rms, true_weights, l1_error,
+    motions, model_lock) and versions."""
+    return {"schema": SCHEMA, **fields, "model": model, "model_sha256": model_sha256,
+            "joint_names": list(joint_names), "floating_base": floating_base,
+            "gravity": [float(g) for g in gravity],
+            "source": [str(source) for source in sources],
+            "source_sha256": list(source_sha256), "fit_rms": fit_rms, **extra,
             "settings": settings, "versions": versions()}
 
 
@@ -169,7 +177,7 @@ def write_weights(folder, record):
 def read_weights(path):
     """The object of a weights.json; ValueError naming the file if it is not one."""
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        record = parse_json(path.read_text(encoding="utf-8"), path)
     except (OSError, ValueError) as error:
         raise ValueError(f"{path}: expected a weights.json of cmtm ioc, could not read it "
                          f"({error})") from None

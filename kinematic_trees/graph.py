@@ -351,7 +351,7 @@ class KinematicTree:
         attributes = _checked_joint(name, type, axis, self._placement_rotation(name, rpy, R),
                                     xyz, lower, upper)
         where = f"joint '{name}'"
-        if any(j == name for _, _, j in self.graph.edges(data="name")):
+        if self._find_joint(name, scan=False) is not None:
             raise ModelError(f"{where}: a joint with this name already exists")
         for role, link in (("parent", parent), ("child", child)):
             if not isinstance(link, str) or link not in self.graph:
@@ -362,10 +362,11 @@ class KinematicTree:
             (other,) = self.graph.in_edges(child, data="name")
             raise ModelError(f"{where}: link '{child}' already has a parent joint "
                              f"'{other[2]}'; a link has exactly one parent")
-        if nx.has_path(self.graph, child, parent):
+        if self.graph.out_degree(child) and nx.has_path(self.graph, child, parent):
             raise ModelError(f"{where}: link '{child}' is an ancestor of '{parent}'; "
                              "this joint would close a cycle")
         self.graph.add_edge(parent, child, **attributes)
+        self._joint_index()[name] = (parent, child)
 
     @staticmethod
     def _placement_rotation(name, rpy, R):
@@ -420,10 +421,37 @@ class KinematicTree:
 
     def joint_links(self, name):
         """(parent, child) link names of the joint called ``name``."""
-        for parent, child, joint_name in self.graph.edges(data="name"):
-            if joint_name == name:
-                return parent, child
-        raise ModelError(f"joint '{name}' does not exist")
+        links = self._find_joint(name)
+        if links is None:
+            raise ModelError(f"joint '{name}' does not exist")
+        return links
+
+    def _joint_index(self):
+        """{joint name: (parent, child)}: built in one pass over the joints for each graph
+        object and kept up to date by add_joint, so that building a tree of n joints takes
+        O(n), not O(n^2). Joints added or renamed by hand in the graph are found by
+        :meth:`_find_joint`'s scan."""
+        if getattr(self, "_indexed_graph", None) is not self.graph:
+            self._index = {}
+            for parent, child, name in self.graph.edges(data="name"):
+                self._index.setdefault(name, (parent, child))
+            self._indexed_graph = self.graph
+        return self._index
+
+    def _find_joint(self, name, scan=True):
+        """(parent, child) of the joint ``name`` or None: the index's entry where the graph
+        confirms it, else (``scan``) a pass over every joint, which rebuilds the index.
+        add_joint does not scan for a name it cannot find (the index is complete unless
+        joints were added or renamed by hand in the graph, and validate() refuses a name
+        given twice)."""
+        links = self._joint_index().get(name)
+        if links is not None and self.graph.has_edge(*links) \
+                and self.graph.edges[links].get("name") == name:
+            return links
+        if links is None and not scan:
+            return None
+        self._indexed_graph = None
+        return self._joint_index().get(name)
 
     @property
     def root(self):

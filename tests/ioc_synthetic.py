@@ -65,6 +65,15 @@ def noisy(q, seed):
     return q + NOISE_RAD * np.random.default_rng(seed).normal(size=q.shape)
 
 
+def write_trials(case, names):
+    """case.folder/trials holding one noisy sample set per name (seeds 1, 2, ...)."""
+    folder = case.folder / "trials"
+    folder.mkdir()
+    for seed, name in enumerate(names, start=1):
+        write_csv(folder / f"{name}.csv", noisy(case.q, seed))
+    return folder
+
+
 def write_csv(path, q, times=TIMES, names=JOINTS):
     """A CSV motion file in rad, full precision."""
     rows = [",".join(("time",) + tuple(names))]

@@ -8,7 +8,8 @@ import shutil
 import pytest
 
 from ioc import batch
-from ioc_synthetic import NAMES, NOISE_RAD, WEIGHTS, build, ioc_argv, noisy, run, write_csv
+from ioc_synthetic import (NAMES, NOISE_RAD, WEIGHTS, build, ioc_argv, run, write_csv,
+                           write_trials)
 
 TRIALS = tuple(f"trial{i:02d}" for i in range(1, 21))
 SUBSET = "trial0[1-4].csv"
@@ -19,11 +20,7 @@ NOISE = ["--noise", repr(NOISE_RAD)]
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     """Twenty noisy sample sets (seeds 1-20) and a header-only CSV."""
-    case = build(tmp_path_factory.mktemp("batch"))
-    trials = case.folder / "trials"
-    trials.mkdir()
-    for seed, name in enumerate(TRIALS, start=1):
-        write_csv(trials / f"{name}.csv", noisy(case.q, seed))
+    trials = write_trials(build(tmp_path_factory.mktemp("batch")), TRIALS)
     (trials / "corrupt.csv").write_text("time,joint1,joint2,joint3\n", encoding="utf-8")
     return trials
 
@@ -79,12 +76,12 @@ def test_parallel_batch_finishes_the_trials_and_reports_the_corrupt_one(parallel
     assert "summary.csv" in stdout
 
 
-def test_parallel_weights_equal_serial_ones(parallel, serial):
+def test_parallel_weights_equal_serial_ones_bit_for_bit(parallel, serial):
     (out_p, _), (out_s, (code, stdout, _)) = parallel, serial
     assert code == 1
     for trial in TRIALS:
         p, s = weights(out_p, trial)["weights"], weights(out_s, trial)["weights"]
-        assert all(abs(p[n] - s[n]) <= 1e-12 for n in NAMES), (trial, p, s)
+        assert p == s, (trial, p, s)
 
 
 def test_json_of_a_batch_holds_every_trial_and_the_summary(serial):
@@ -116,9 +113,11 @@ def test_rerun_skips_finished_trials_and_rebuilds_the_summary(folder, parallel, 
     stamps = {t: (out / t / "weights.json").stat().st_mtime_ns for t in TRIALS}
     expected = (out / "summary.csv").read_text()
     (out / "summary.csv").unlink()
-    code, _, stderr = batch_run(folder, out, "--jobs", "2")
+    code, stdout, stderr = batch_run(folder, out, "--jobs", "2")
     assert code == 1  # the corrupt file, tried again
     assert sum("skipping" in line for line in stderr.splitlines()) == len(TRIALS)
+    assert stdout.splitlines()[-1].endswith(f"and 0 weights.json ({len(TRIALS)} finished "
+                                            f"earlier, kept)")
     assert {t: (out / t / "weights.json").stat().st_mtime_ns for t in TRIALS} == stamps
     assert (out / "summary.csv").read_text() == expected
 
@@ -216,4 +215,4 @@ def test_dask_backend_gives_the_serial_weights(folder, serial, tmp_path):
     assert code == 0, stderr
     for trial in TRIALS[:4]:
         d, s = weights(out, trial)["weights"], weights(serial[0], trial)["weights"]
-        assert all(abs(d[n] - s[n]) <= 1e-12 for n in NAMES), (trial, d, s)
+        assert d == s, (trial, d, s)

@@ -83,7 +83,7 @@ def test_joints_fix_the_others_at_their_lock_or_zero_and_pairs_set_the_boundary(
     result = read(out / "result.json")
     assert result["joint_names"] == ["joint1", "joint3"]
     assert result["model_lock"] == {"joint2": 0.4}
-    assert result["start"] == [0.0, 0.5] and result["goal"] == [-0.2, 1.0]
+    assert result["start"] == [1.57, 0.5] and result["goal"] == [-0.2, 1.0]  # others: default
     assert run(["optimize", "--model", "chain3", *SMALL, "--costs", "joint_jerk",
                 "--weights", "1", "--joints", "joint2", "--out", str(tmp_path / "zero"),
                 "--quiet"]) == 0

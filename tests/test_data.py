@@ -120,8 +120,13 @@ BAD_FILES = [
     ("m.csv", CSV_HEADER + "0,1,2\n0.1,1\n", {}, r"line 3: expected 3 fields as in the header, "
                                                  r"got 2"),
     ("m.csv", CSV_HEADER + "0,1,2\n", {}, r"expected at least 2 data rows, got 1"),
-    ("m.csv", "time,hip,hip,knee\n0,1,1,2\n1,1,1,2\n", {}, r"expected distinct column labels, "
-                                                           r"got repeated hip"),
+    ("m.csv", "time,hip,hip,knee\n0,1,1,2\n1,1,1,2\n", {}, r"expected one column 'hip' "
+                                                           r"\(a joint\), got 2"),
+    ("m.csv", "time,time,hip,knee\n0,0,1,2\n1,1,1,2\n", {}, r"expected one column 'time' "
+                                                            r"\(the time\), got 2"),
+    ("m.csv", 'time,hip,knee\n0,"1,2\n' + "1,1,2\n" * 30000, {},
+     r"line \d+: expected CSV, got field larger than field limit \(131072\); an unclosed "),
+    ("m.csv", ",,,\n,,,\n", {}, r"expected a header row of column labels, got none"),
     ("m.mot", "inDegrees=yes\nendheader\ntime\thip\tknee\n0\t1\t2\n1\t1\t2\n",
      {"degrees": False}, r"degrees=False contradicts the header line inDegrees=yes"),
     ("m.mot", "inDegrees=no\nendheader\ntime hip knee\n0 1 2\n1 1 2\n",

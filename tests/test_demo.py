@@ -72,6 +72,14 @@ def test_quick_demo_passes_with_the_three_3dof_cases(quick):
     assert quick.record["quick"] is True and quick.record["versions"]["numpy"]
 
 
+def test_demo_says_which_limits_it_uses(quick):
+    """The paper's [-pi, pi], not the models' own: in the first case's progress line, the
+    Table 7 caption and demo.json."""
+    assert "limits [-pi, pi]: the paper's, not the Panda's own" in quick.stdout.splitlines()[0]
+    assert "case_a: chain3, every joint 1.57 -> -1.57 rad, limits [-pi, pi]" in quick.stderr
+    assert quick.record["limits"] == [-np.pi, np.pi]
+
+
 def test_printed_tables_equal_demo_json(quick):
     rows = table_rows(quick.stdout, "case")
     assert len(rows) == len(quick.record["table7"])
