@@ -14,8 +14,10 @@ import os
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
+import pybullet_data
 import pytest
 
 import kinematic_trees as kt
@@ -83,11 +85,21 @@ def test_readme_python_block_runs(index, tmp_path, monkeypatch, capsys):
     assert "np.float64(" not in capsys.readouterr().out  # numpy 2's repr of a scalar
 
 
+RIGHT_ARM_MAP = {"right_shoulder": ["right_shoulder_Z", "right_shoulder_X", "right_shoulder_Y"],
+                 "right_elbow": "right_elbow_Z"}
+"""The README's right_arm.json: the DeepMimic clip's right shoulder and elbow onto the
+human's right arm."""
+
+
 def write_users_files(folder):
     """The files a user brings: robot.urdf (tests/data/arm2.urdf), and trial01.csv,
     trials/trial01.csv and trials/trial02.csv: its optimum for the README's costs (weights
-    1, 0.5, 0.01; 2 s at 100 Hz) in degrees, seeded Gaussian noise of 0.1 deg added."""
+    1, 0.5, 0.01; 2 s at 100 Hz) in degrees, seeded Gaussian noise of 0.1 deg added; the
+    DeepMimic kick (pybullet_data's humanoid3d_kick.txt) and right_arm.json."""
     shutil.copy(ROOT / "tests" / "data" / "arm2.urdf", folder / "robot.urdf")
+    shutil.copy(Path(pybullet_data.getDataPath()) / "data" / "motions" / "humanoid3d_kick.txt",
+                folder / "humanoid3d_kick.txt")
+    (folder / "right_arm.json").write_text(json.dumps(RIGHT_ARM_MAP), encoding="utf-8")
     model = kt.compile_tree(kt.load_urdf(folder / "robot.urdf"))
     problem = MotionProblem(model, "joint_velocity,joint_jerk,joint_torque_rate",
                             start=default_boundary(model.q_lower, model.q_upper)[0],
