@@ -349,7 +349,7 @@ def jacobians_nbytes(model, quantities, order=0, n_samples=1):
 
     >>> import kinematic_trees as kt
     >>> jacobians_nbytes(kt.compile_tree(kt.panda()), "joint_torque", order=4)  # per sample
-    27440
+    13720
     """
     model = check_model(model)
     return n_samples * _jacobian_sample_bytes(len(model.parent), check_order(order),
