@@ -7,56 +7,107 @@ u = (p+1) nv - 1. Storage is LAPACK's upper band form used by
 ``scipy.linalg.cholesky_banded``: ``ab[u + r - c, c] = A[r, c]`` for r <= c.
 """
 import numpy as np
+from scipy import sparse
 from scipy.linalg import cho_solve_banded, cholesky_banded
 
 
-def chain_gradient(first, values, gs, n_control):
-    """sum_m B_m^T gs_m: the gradient with respect to control points (n_c, nv) of a
-    function of the raw stacks at the samples, from its stack gradients.
+class SplineChain:
+    """The chain rule from the raw stacks at sample times to the control points, as sparse
+    matrices built once per time grid (local support: a sample involves the p+1 control
+    points first_m .. first_m + p of every joint).
 
-    first : (N,) int; values : (N, K, p+1) basis derivatives b^(s)_{first+a}(t_m);
-    gs : (N, K, nv) gradient with respect to q^(s)(t_m).
+    first : (N,) int; values : (N, K, p+1) basis derivatives b^(s)_{first_m+a,p}(t_m)
+    (``ClampedBSpline.local_basis``); n_control, nv.
+
+    * gradient: sum_m B_m^T gs_m, i.e. (n_c, X) = Cg (n_c, N K) @ gs (N K, X), with
+      Cg[first_m + a, m K + s] = values[m, s, a];
+    * Hessian: sum_m B_m^T G_m B_m for stack Hessians G_m over the first Kc orders. Its block
+      between control points i and i + delta (0 <= delta <= p, nv x nv) is
+      sum_m sum_{s,t} values[m, s, i - first_m] values[m, t, i + delta - first_m]
+      G_m[s, :, t, :]: (n_c (p+1), nv^2) = C_Kc (n_c (p+1), N Kc^2) @ G (N Kc^2, nv^2),
+      then a fixed scatter into upper band storage (no two blocks share an entry).
     """
-    local = np.einsum("msa,msj->maj", values, gs)
-    out = np.zeros((n_control, gs.shape[2]))
-    np.add.at(out, first[:, None] + np.arange(values.shape[2]), local)
-    return out
 
+    def __init__(self, first, values, n_control, nv):
+        self.first, self.values = np.asarray(first), np.asarray(values)
+        self.n_control, self.nv = n_control, nv
+        N, K, n_local = self.values.shape
+        self.layout = BandLayout(n_control, n_local - 1, nv)
+        rows = self.first[:, None, None] + np.arange(n_local)[None, None, :]
+        columns = (np.arange(N)[:, None, None] * K + np.arange(K)[None, :, None])
+        self.gradient_matrix = sparse.csr_array(
+            (self.values.ravel(), (np.broadcast_to(rows, self.values.shape).ravel(),
+                                   np.broadcast_to(columns, self.values.shape).ravel())),
+            shape=(n_control, N * K))
+        self._hessian_matrices = {}
+        self._scatter = self._band_scatter()
 
-def chain_hessian_blocks(values, Gs):
-    """Per-sample blocks B_m^T G_m B_m, (N, (p+1) nv, (p+1) nv), control-point-major.
+    def gradient(self, gs):
+        """sum_m B_m^T gs_m: gs (N, K, ...) stack gradients -> (n_control, ...)."""
+        N, K = gs.shape[:2]
+        flat = gs.reshape(N * K, -1)
+        return (self.gradient_matrix @ flat).reshape((self.n_control,) + gs.shape[2:])
 
-    values : (N, K, p+1); Gs : (N, K, nv, K, nv) Hessian with respect to the raw stack.
-    """
-    N, K, n_local = values.shape
-    nv = Gs.shape[2]
-    half = np.einsum("msa,msjtk->majtk", values, Gs)
-    blocks = np.einsum("majtk,mtb->majbk", half, values)
-    return blocks.reshape(N, n_local * nv, n_local * nv)
+    def hessian_matrix(self, Kc):
+        """C_Kc (n_c (p+1), N Kc^2) of the class docstring, built on first use."""
+        if Kc not in self._hessian_matrices:
+            N, _, n_local = self.values.shape
+            b = self.values[:, :Kc]
+            m, a, delta = np.meshgrid(np.arange(N), np.arange(n_local), np.arange(n_local),
+                                      indexing="ij")
+            keep = a + delta < n_local
+            m, a, delta = m[keep], a[keep], delta[keep]
+            # (entries, Kc, Kc): values[m, s, a] values[m, t, a + delta]
+            data = b[m, :, a][:, :, None] * b[m, :, a + delta][:, None, :]
+            rows = np.broadcast_to(((self.first[m] + a) * n_local + delta)[:, None, None],
+                                   data.shape)
+            st = np.arange(Kc * Kc).reshape(Kc, Kc)
+            columns = m[:, None, None] * Kc * Kc + st[None]
+            self._hessian_matrices[Kc] = sparse.csr_array(
+                (data.ravel(), (rows.ravel(), columns.ravel())),
+                shape=(self.n_control * n_local, N * Kc * Kc))
+        return self._hessian_matrices[Kc]
+
+    def _band_scatter(self):
+        """(destinations in the flat band, sources in the flat (n_c, p+1, nv, nv) blocks):
+        block (i, delta) entry (j, k) is A[i nv + j, (i + delta) nv + k], kept where it lies
+        in the matrix and on or above the diagonal."""
+        nv, n_c, n_local, u = self.nv, self.n_control, self.layout.n_local, self.layout.u
+        i, delta, j, k = np.meshgrid(np.arange(n_c), np.arange(n_local), np.arange(nv),
+                                     np.arange(nv), indexing="ij")
+        row, col = i * nv + j, (i + delta) * nv + k
+        keep = (i + delta < n_c) & (row <= col)
+        source = np.flatnonzero(keep.ravel())
+        destination = (u + row - col)[keep] * (n_c * nv) + col[keep]
+        return destination, source
+
+    def hessian_blocks(self, G):
+        """(n_c (p+1), nv^2) blocks of sum_m B_m^T G_m B_m, G (N, Kc, Kc, nv, nv): the stack
+        Hessians with the order axes first (G[m, s, t] = d^2 / dq^(s) dq^(t), nv x nv)."""
+        N, Kc = G.shape[:2]
+        return self.hessian_matrix(Kc) @ G.reshape(N * Kc * Kc, -1)
+
+    def band(self, blocks, out=None):
+        """Upper band storage (u+1, n_c nv) of the blocks of :meth:`hessian_blocks` (added
+        to ``out`` if given)."""
+        destination, source = self._scatter
+        ab = np.zeros((self.layout.u + 1, self.layout.size)) if out is None else out
+        ab.reshape(-1)[destination] += blocks.reshape(-1)[source]
+        return ab
+
+    def hessian(self, G, out=None):
+        """sum_m B_m^T G_m B_m in upper band storage; G (N, Kc, Kc, nv, nv)."""
+        return self.band(self.hessian_blocks(G), out)
 
 
 class BandLayout:
-    """Where the per-sample blocks of a spline problem go in band storage."""
+    """Sizes of the band matrices of a spline problem: ``u`` = (p+1) nv - 1 upper diagonals
+    over ``size`` = n_c nv variables."""
 
     def __init__(self, n_control, degree, nv):
         self.nv, self.n_local = nv, degree + 1
         self.size = n_control * nv
         self.u = self.n_local * nv - 1
-        rows, cols = np.triu_indices(self.n_local * nv)
-        self._block_rows, self._block_cols = rows, cols
-        self._band_rows = self.u + rows - cols
-
-    def assemble(self, first, blocks, out=None):
-        """Add the blocks of samples whose windows start at control point ``first`` into a
-        band matrix (u+1, size); blocks of one window are summed before placement."""
-        ab = np.zeros((self.u + 1, self.size)) if out is None else out
-        windows, inverse = np.unique(first, return_inverse=True)
-        summed = np.zeros((len(windows),) + blocks.shape[1:])
-        np.add.at(summed, inverse, blocks)
-        for window, block in zip(windows, summed):
-            ab[self._band_rows, window * self.nv + self._block_cols] += \
-                block[self._block_rows, self._block_cols]
-        return ab
 
     def restrict(self, ab, start, stop):
         """The band of the principal submatrix of variables start..stop-1."""

@@ -154,10 +154,11 @@ JACOBIAN_SOURCES = {"structured": cmtm.jacobians, "finite_differences": cmtm.ref
 differences of the engine's motion (``cmtm.reference.fd_jacobians``: for comparisons)."""
 
 
-def term_values(model, terms, q_stack, jacobians=True, source="structured"):
+def term_values(model, terms, q_stack, jacobians=True, source="structured", values=True):
     """Value y (N, d) and stack Jacobian Jy (N, d, K, nv) of every term at every sample
     (Jy is None with ``jacobians=False``, which skips the Jacobian pass; ``source`` names
-    an entry of JACOBIAN_SOURCES).
+    an entry of JACOBIAN_SOURCES; with ``values=False`` the link and torque terms' y is
+    None, which skips the engine's motion pass: the Newton Hessian's differences).
 
     q_stack : (N, K, nv) float64 raw derivatives, K = stack_orders(terms).
     One call of ``cmtm.motion`` and one of ``cmtm.jacobians`` serve all link and torque
@@ -170,7 +171,9 @@ def term_values(model, terms, q_stack, jacobians=True, source="structured"):
         quantities = engine_quantities(terms)
         with_torque = "joint_torque" in quantities
         engine_stack = _padded(q_stack, k + (3 if with_torque else 2))
-        motion = cmtm.motion(model, engine_stack, order=k, dynamics=with_torque, world=False)
+        if values:
+            motion = cmtm.motion(model, engine_stack, order=k, dynamics=with_torque,
+                                 world=False)
         if jacobians:
             J = JACOBIAN_SOURCES[source](model, engine_stack, quantities, order=k)
     return [_term_value(term, q_stack, motion, J, jacobians) for term in terms]
@@ -198,12 +201,12 @@ def _term_value(term, q_stack, motion, jacobians, with_jacobian):
         return y, Jy
     if term.kind == "link":
         rows = (6 * np.asarray(term.links)[:, None] + np.arange(6)).ravel()
-        y = motion.v_L[:, r][:, term.links, :].reshape(N, -1)
+        y = None if motion is None else motion.v_L[:, r][:, term.links, :].reshape(N, -1)
         if not with_jacobian:
             return y, None
         J = jacobians["link_velocity"][:, r][:, rows]
     else:
-        y = motion.tau[:, r]
+        y = None if motion is None else motion.tau[:, r]
         if not with_jacobian:
             return y, None
         J = jacobians["joint_torque"][:, r]

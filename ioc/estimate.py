@@ -132,9 +132,8 @@ def sensitivity(trial, theta, w, evaluation=None):
     (``evaluation``: a Newton evaluation at theta to reuse, e.g. DirectResult.evaluation)."""
     problem = trial.problem
     nv, n_c = problem.model.nv, problem.spline.n_control
-    dynamic = any(t.kind != "joint" for t in problem.terms)
     ev = evaluation
-    if ev is None or ev.band is None or (dynamic and ev.band is ev.gauss_newton_band):
+    if ev is None or not ev.exact_hessian:
         ev = problem.evaluate(theta, w, hessian="newton")
     free = problem.free_slice
     band = problem.layout.restrict(ev.band, free.start, free.stop)

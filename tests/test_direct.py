@@ -160,14 +160,20 @@ def test_gauss_newton_matrix_of_joint_terms_is_the_exact_hessian(chain3):
     assert np.max(np.abs(H - fd)) <= 1e-6 * np.max(np.abs(H))
 
 
-def test_newton_hessian_matches_fd_of_gradients(tree12):
-    problem = MotionProblem(tree12, ("joint_torque_rate",), duration=1.0, samples=5,
-                            degree=5, control_points=7, rest_order=0, limits="none",
+@pytest.mark.parametrize("costs", [("joint_torque_rate",), ("joint_torque", "link_jerk"),
+                                   ("link_velocity", "joint_torque:2", "joint_jerk")])
+def test_newton_hessian_matches_fd_of_gradients(tree12, costs):
+    """The Newton Hessian differences only the stack orders o <= L/2 (L: the highest input
+    order) and takes the other blocks as transposes or zeros (MotionProblem._curvature):
+    checked against central differences of the exact gradient in every control point."""
+    problem = MotionProblem(tree12, costs, duration=1.0, samples=5, degree=6,
+                            control_points=8, rest_order=0, limits="none",
                             constraints="penalty", penalty=0.0)
-    theta = DD.of(np.random.default_rng(5).uniform(-1, 1, (7, tree12.nv)))
-    H = band_to_dense(problem.evaluate(theta, [1.0], hessian="newton").band)
-    fd = _fd_hessian(problem, theta, [1.0], 1e-5)
-    # two nested central differences (stack step 6e-6, control step 1e-5)
+    theta = DD.of(np.random.default_rng(5).uniform(-1, 1, (8, tree12.nv)))
+    weights = np.linspace(1.0, 2.0, len(costs))
+    H = band_to_dense(problem.evaluate(theta, weights, hessian="newton").band)
+    fd = _fd_hessian(problem, theta, weights, 1e-5)
+    # a forward difference (relative step 1.5e-8) against a central one (step 1e-5)
     assert np.max(np.abs(H - fd)) <= 1e-5 * np.max(np.abs(H))
 
 
