@@ -416,15 +416,14 @@ class MotionProblem:
 
     def _linear_band(self, index):
         """H_i of the joint term ``index``: its selector Jy (d, K, nv) is the same at every
-        node, so the chain reduces to the node weights: the blocks are
-        C_K (omega_m at every (s, t)) contracted with P = Jy^T Jy (K, K, nv, nv)."""
+        node, so the stack Hessians are omega_m P, P = Jy^T Jy (K, K, nv, nv), and the
+        blocks are those of the node weights alone (one per (s, t)) contracted with P."""
         N, K, nv = len(self.quadrature.times), self.K, self.model.nv
         S = self._selectors()[index]
         P = np.einsum("dsj,dtk->stjk", S, S).reshape(K * K, nv * nv)
-        node_weights = sp.csr_array((np.repeat(self.quadrature.weights, K * K),
-                                     (np.arange(N * K * K), np.tile(np.arange(K * K), N))),
-                                    shape=(N * K * K, K * K))
-        Q = (self.chain.hessian_matrix(K) @ node_weights).toarray()
+        nodes = np.zeros((N, K * K, K * K))
+        nodes[:, np.arange(K * K), np.arange(K * K)] = self.quadrature.weights[:, None]
+        Q = self.chain.hessian_blocks(nodes.reshape(N, K, K, K * K))
         return self.chain.band(Q @ P)
 
     def _gauss_newton_stack(self, values, weights):
@@ -454,15 +453,18 @@ class MotionProblem:
         max(1, |q^(o)_j|) per sample: the part is right to ~1e-8 relative, which sets the
         rate of the Newton steps near the optimum, not the optimum."""
         N, nv, Kd = q_stack.shape[0], self.model.nv, self.engine_orders
-        O = (Kd - 1) // 2 + 1                       # differenced orders 0 .. O-1
+        O = (Kd - 1) // 2 + 1                       # column orders 0 .. O-1
+        torques = all(self.terms[i].kind == "torque" and self.terms[i].derivative == 0
+                      for i in self.nonlinear)
+        differenced = 1 if torques else O
         terms = [self.terms[i] for i in self.nonlinear]
         omega = self.quadrature.weights
         lambdas = [weights[i] * omega[:, None] * values[i][0] for i in self.nonlinear]
         base = sum(_vjp(lam, values[i][1][:, :, :Kd]) for lam, i in zip(lambdas, self.nonlinear))
         stack = q_stack[:, :Kd]
         steps = FD_STACK_STEP * np.maximum(1.0, np.abs(stack[:, :O]))       # (N, O, nv)
-        columns = np.empty((N, Kd, nv, O, nv))
-        for group in self._direction_groups(O * nv, values):
+        columns = np.zeros((N, Kd, O, nv, nv))      # S[m, t, o, k, j], orders first
+        for group in self._direction_groups(differenced * nv, values):
             perturbed = np.repeat(stack[None], len(group), axis=0)
             for e, entry in enumerate(group):
                 o, j = divmod(entry, nv)
@@ -473,12 +475,33 @@ class MotionProblem:
                     for lam, (_, Jy) in zip(lambdas, moved)).reshape(len(group), N, Kd, nv)
             for e, entry in enumerate(group):
                 o, j = divmod(entry, nv)
-                columns[:, :, :, o, j] = (g[e] - base) / steps[:, o, j, None, None]
-        S = np.zeros((N, Kd, nv, Kd, nv))
-        S[:, :, :, :O] = columns
-        S[:, :O, :, O:] = columns[:, O:].transpose(0, 3, 4, 1, 2)
-        S = S.reshape(N, Kd * nv, Kd * nv)
-        return _orders_first(0.5 * (S + S.transpose(0, 2, 1)), Kd, nv)
+                columns[:, :, o, :, j] = (g[e] - base) / steps[:, o, j, None, None]
+        if torques:
+            columns[:, 1, 1] = self._velocity_curvature(stack[:, 0], base[:, 2],
+                                                        columns[:, 2, 0])
+            columns[:, 0, 1] = columns[:, 1, 0].transpose(0, 2, 1)
+        S = np.zeros((N, Kd, Kd, nv, nv))
+        S[:, :O, :O] = 0.5 * (columns[:, :O] + columns[:, :O].transpose(0, 2, 1, 4, 3))
+        S[:, O:, :O] = columns[:, O:]
+        S[:, :O, O:] = columns[:, O:].transpose(0, 2, 1, 4, 3)
+        return S
+
+    def _velocity_curvature(self, q, M_lam, D):
+        """d^2 (lambda . tau) / dq' dq' (N, nv, nv) of torques tau = M(q) q'' + c(q, q') +
+        g(q), from the Christoffel symbols, without differences in q': with
+        c_i = sum_jk Gamma_ijk q'_j q'_k, Gamma_ijk = (d_k M_ij + d_j M_ik - d_i M_jk) / 2,
+        it is D + D^T - E where D_jk = d_k (M lambda)_j and E_jk = sum_i lambda_i d_i M_jk,
+        and V = dc/dq' at q' = lambda is E + D - D^T, so the block is 2 D - V.
+
+        q (N, nv); M_lam (N, nv) = M lambda, the q'' part of the vector-Jacobian product
+        (lambda = sum_i P_i^T lambda_i over the torque terms y_i = P_i tau, whose
+        q''-Jacobians are P_i M); D (N, nv, nv) its differences in q (the (q'', q) block).
+        V is one engine Jacobian at the stack (q, lambda, 0)."""
+        lam = np.linalg.solve(cmtm.mass_matrix(self.model, q), M_lam[..., None])[..., 0]
+        stack = np.stack([q, lam, np.zeros_like(q)], axis=1)
+        V = JACOBIAN_SOURCES[self.jacobians](self.model, stack, ("joint_torque",),
+                                             order=0)["joint_torque"][:, 0, :, 1, :]
+        return 2.0 * D - V
 
     def _direction_groups(self, n_directions, values):
         """The difference directions in groups whose perturbed samples' term Jacobians (and
