@@ -10,9 +10,11 @@ matrices times the control points; the per-sample cost sum_i w_i 1/2 |y_i|^2 as 
 mapped over the samples (``Function.map``) inside an MX graph; the joint limits at the limit
 nodes as linear constraints; IPOPT with exact Hessians (CasADi's automatic differentiation).
 
-``PeerProblem(problem, weights)`` builds it; ``.solve(x0)`` runs IPOPT from the free control
-points x0 and returns the free control points, the cost and IPOPT's iteration count;
-``.stack_values(q_stack)`` evaluates the per-sample outputs for the torque check.
+``PeerProblem(problem, weights)`` builds it (``expand``: CasADi's SX graph, else MX;
+``limits``: with the joint limits as constraints); ``.solve(x0)`` runs IPOPT from the free
+control points x0 and returns the free control points, the cost, IPOPT's iteration count
+and status; ``.stack_values(q_stack)`` and ``.torques(q_stack)`` evaluate the per-sample
+outputs for the check against the engine.
 """
 import time
 
@@ -148,9 +150,10 @@ def term_outputs(model, terms, stack):
 
 class PeerProblem:
     """``problem`` (an ioc.MotionProblem with exact boundary constraints) for ``weights``
-    in CasADi + IPOPT; ``build_seconds`` is the graph and solver construction time."""
+    in CasADi + IPOPT (tolerance ``tol``); ``build_seconds`` is the graph and solver
+    construction time."""
 
-    def __init__(self, problem, weights, tol=1e-12, max_iter=3000, map_mode="serial", expand=True):
+    def __init__(self, problem, weights, tol=1e-10, max_iter=3000, expand=True, limits=True):
         started = time.perf_counter()
         if problem.constraints != "exact":
             raise ValueError("PeerProblem: expected constraints='exact'")
@@ -163,7 +166,7 @@ class PeerProblem:
         sample_cost = sum(w * 0.5 * ca.sumsqr(y) for w, y in zip(self.weights, outputs))
         per_sample = ca.Function("sample_cost", stack, [sample_cost])
         N = len(problem.quadrature.times)
-        mapped = per_sample.map(N, map_mode)
+        mapped = per_sample.map(N)
         a, b = problem.free_rows
         self.n_rows = b - a
         x = ca.MX.sym("x", self.n_rows * nv)
@@ -175,14 +178,8 @@ class PeerProblem:
                    for r in range(K)]
         per_node = mapped(*[(D @ theta).T for D in columns])
         cost = per_node @ ca.DM(problem.quadrature.weights)
-        limits = ca.DM(sparse.csc_matrix(spline.design_matrix(problem.limit_times, 0)))
-        positions = ca.reshape((limits @ theta).T, -1, 1)    # node-major, joints fastest
-        n_nodes = len(problem.limit_times)
-        self.lbg = np.tile(problem.lower, n_nodes)
-        self.ubg = np.tile(problem.upper, n_nodes)
-        finite = np.isfinite(self.lbg) | np.isfinite(self.ubg)
-        constraints = positions[np.flatnonzero(finite).tolist()]
-        self.lbg, self.ubg = self.lbg[finite], self.ubg[finite]
+        constraints, self.lbg, self.ubg = self._limits(theta) if limits else \
+            (ca.MX(0, 1), np.zeros(0), np.zeros(0))
         options = {"print_time": False, "ipopt.print_level": 0, "ipopt.tol": tol,
                    "ipopt.max_iter": max_iter, "ipopt.hessian_approximation": "exact",
                    "ipopt.sb": "yes", "expand": expand}
@@ -190,11 +187,28 @@ class PeerProblem:
                                 options)
         self.build_seconds = time.perf_counter() - started
 
+    def _limits(self, theta):
+        """(q(t_c) at the limit nodes with a finite bound, lower, upper): linear in theta."""
+        problem = self.problem
+        nodes = ca.DM(sparse.csc_matrix(problem.spline.design_matrix(problem.limit_times, 0)))
+        positions = ca.reshape((nodes @ theta).T, -1, 1)    # node-major, joints fastest
+        n_nodes = len(problem.limit_times)
+        lower, upper = np.tile(problem.lower, n_nodes), np.tile(problem.upper, n_nodes)
+        finite = np.flatnonzero(np.isfinite(lower) | np.isfinite(upper))
+        return positions[finite.tolist()], lower[finite], upper[finite]
+
+    def torques(self, q_stack):
+        """Joint torques (N, nv) of the peer's RNEA at the raw stacks (N, >= 3, nv)."""
+        nv = self.problem.model.nv
+        q, qd, qdd = (ca.SX.sym(name, nv) for name in ("q", "qd", "qdd"))
+        function = ca.Function("tau", [q, qd, qdd], [torques(self.problem.model, q, qd, qdd)])
+        mapped = function.map(q_stack.shape[0])
+        return np.asarray(mapped(*[q_stack[:, r, :].T for r in range(3)])).T
+
     def initial_x(self):
         """The free control points of the problem's initial motion, flattened i * nv + j."""
-        return self.problem.initial_theta().value()[self.problem.free_slice.start
-                                                     // self.problem.model.nv:
-                                                     self.problem.free_rows[1]].ravel()
+        a, b = self.problem.free_rows
+        return self.problem.initial_theta().value()[a:b].ravel()
 
     def solve(self, x0):
         """IPOPT from x0: (free control points (n_free,), cost, iterations, status)."""

@@ -48,7 +48,7 @@ arithmetic."""
 FD_STACK_STEP = 1.5e-8
 """Relative step of the forward differences of the terms' vector-Jacobian products (the
 Newton Hessian's second-order part): about eps**(1/2), balancing truncation and round-off."""
-CURVATURE_BYTES = 32 * 2**20
+CURVATURE_BYTES = 8 * 2**20
 """Bytes of term Jacobians per engine call of those differences: the perturbed samples of
 several directions share a call (fewer calls) while their Jacobians stay cache-sized."""
 
@@ -449,18 +449,31 @@ class MotionProblem:
         q'^T Gamma(q) q', weight 2, nu = J(q) q' weight 1, and a time derivative raises
         every weight by one). A second derivative in q^(a) and q^(b), a, b >= 1, needs a
         monomial holding both, so it vanishes unless a + b <= L: every other block is the
-        transpose of one in a differenced column, or zero. Step FD_STACK_STEP *
-        max(1, |q^(o)_j|) per sample: the part is right to ~1e-8 relative, which sets the
-        rate of the Newton steps near the optimum, not the optimum."""
+        transpose of one in a differenced column, or zero.
+
+        Where L <= 2 and every term with L = 2 is a torque tau or the rate y' of a velocity
+        y = J(q) q' (a link twist, a point velocity), only q is differenced: the (q', q')
+        block, the one block left, follows from the (q'', q) block X by the identity
+        X + X^T - V. For y' = J q'' + sum_k (d_k J) q'_k q', lambda . y' has the q'' part
+        (J^T lambda) and the q' quadratic form A_jk = sum_d lambda_d d_k J_dj = X_jk,
+        Hessian A + A^T. For tau with c_i = sum_jk Gamma_ijk q'_j q'_k, Gamma_ijk =
+        (d_k M_ij + d_j M_ik - d_i M_jk) / 2, it is D + D^T - E with D = X = d(M lambda)/dq
+        and E_jk = sum_i lambda_i d_i M_jk, and V = dc/dq' at q' = lambda is E + D - D^T,
+        so the block is 2 D - V, symmetrized D + D^T - sym(V) (:meth:`_coriolis_rate`;
+        the terms' blocks add). Step FD_STACK_STEP * max(1, |q^(o)_j|) per sample: the
+        part is right to ~1e-8 relative, which sets the rate of the Newton steps near the
+        optimum, not the optimum."""
         N, nv, Kd = q_stack.shape[0], self.model.nv, self.engine_orders
         O = (Kd - 1) // 2 + 1                       # column orders 0 .. O-1
-        torques = all(self.terms[i].kind == "torque" and self.terms[i].derivative == 0
-                      for i in self.nonlinear)
-        differenced = 1 if torques else O
+        identity = O == 2 and all(self.terms[i].top_order <= 2 and (
+            self.terms[i].kind in ("link", "point") or self.terms[i].derivative == 0)
+            for i in self.nonlinear)
+        differenced = 1 if identity else O
         terms = [self.terms[i] for i in self.nonlinear]
         omega = self.quadrature.weights
         lambdas = [weights[i] * omega[:, None] * values[i][0] for i in self.nonlinear]
-        base = sum(_vjp(lam, values[i][1][:, :, :Kd]) for lam, i in zip(lambdas, self.nonlinear))
+        vjps = [_vjp(lam, values[i][1][:, :, :Kd]) for lam, i in zip(lambdas, self.nonlinear)]
+        base = sum(vjps)
         stack = q_stack[:, :Kd]
         steps = FD_STACK_STEP * np.maximum(1.0, np.abs(stack[:, :O]))       # (N, O, nv)
         columns = np.zeros((N, Kd, O, nv, nv))      # S[m, t, o, k, j], orders first
@@ -476,9 +489,12 @@ class MotionProblem:
             for e, entry in enumerate(group):
                 o, j = divmod(entry, nv)
                 columns[:, :, o, :, j] = (g[e] - base) / steps[:, o, j, None, None]
-        if torques:
-            columns[:, 1, 1] = self._velocity_curvature(stack[:, 0], base[:, 2],
-                                                        columns[:, 2, 0])
+        if identity:
+            torques = [v for v, i in zip(vjps, self.nonlinear) if self.terms[i].kind == "torque"]
+            X = columns[:, 2, 0]
+            columns[:, 1, 1] = X + X.transpose(0, 2, 1)
+            if torques:
+                columns[:, 1, 1] -= self._coriolis_rate(stack[:, 0], sum(torques)[:, 2])
             columns[:, 0, 1] = columns[:, 1, 0].transpose(0, 2, 1)
         S = np.zeros((N, Kd, Kd, nv, nv))
         S[:, :O, :O] = 0.5 * (columns[:, :O] + columns[:, :O].transpose(0, 2, 1, 4, 3))
@@ -486,22 +502,16 @@ class MotionProblem:
         S[:, :O, O:] = columns[:, O:].transpose(0, 2, 1, 4, 3)
         return S
 
-    def _velocity_curvature(self, q, M_lam, D):
-        """d^2 (lambda . tau) / dq' dq' (N, nv, nv) of torques tau = M(q) q'' + c(q, q') +
-        g(q), from the Christoffel symbols, without differences in q': with
-        c_i = sum_jk Gamma_ijk q'_j q'_k, Gamma_ijk = (d_k M_ij + d_j M_ik - d_i M_jk) / 2,
-        it is D + D^T - E where D_jk = d_k (M lambda)_j and E_jk = sum_i lambda_i d_i M_jk,
-        and V = dc/dq' at q' = lambda is E + D - D^T, so the block is 2 D - V.
-
-        q (N, nv); M_lam (N, nv) = M lambda, the q'' part of the vector-Jacobian product
-        (lambda = sum_i P_i^T lambda_i over the torque terms y_i = P_i tau, whose
-        q''-Jacobians are P_i M); D (N, nv, nv) its differences in q (the (q'', q) block).
-        V is one engine Jacobian at the stack (q, lambda, 0)."""
+    def _coriolis_rate(self, q, M_lam):
+        """V = dc/dq' (N, nv, nv) at q' = lambda for the torques tau = M(q) q'' + c(q, q')
+        + g(q), lambda = M^-1 M_lam: M_lam (N, nv) is the q'' part of the torque terms'
+        vector-Jacobian product, sum_i (P_i M)^T lambda_i for terms y_i = P_i tau (so
+        lambda = sum_i P_i^T lambda_i). One engine Jacobian at the stacks (q, lambda, 0);
+        see :meth:`_curvature` for its use."""
         lam = np.linalg.solve(cmtm.mass_matrix(self.model, q), M_lam[..., None])[..., 0]
         stack = np.stack([q, lam, np.zeros_like(q)], axis=1)
-        V = JACOBIAN_SOURCES[self.jacobians](self.model, stack, ("joint_torque",),
-                                             order=0)["joint_torque"][:, 0, :, 1, :]
-        return 2.0 * D - V
+        return JACOBIAN_SOURCES[self.jacobians](self.model, stack, ("joint_torque",),
+                                                order=0)["joint_torque"][:, 0, :, 1, :]
 
     def _direction_groups(self, n_directions, values):
         """The difference directions in groups whose perturbed samples' term Jacobians (and

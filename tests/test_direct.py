@@ -162,13 +162,15 @@ def test_gauss_newton_matrix_of_joint_terms_is_the_exact_hessian(chain3):
 
 @pytest.mark.parametrize("costs", [("joint_torque_rate",), ("joint_torque", "link_jerk"),
                                    ("link_velocity", "joint_torque:2", "joint_jerk"),
-                                   ("joint_torque", "joint_acceleration")])
+                                   ("joint_torque", "joint_acceleration"),
+                                   ("link_acceleration", "link_velocity"),
+                                   ("joint_torque", "link_acceleration")])
 def test_newton_hessian_matches_fd_of_gradients(tree12, costs):
     """The Newton Hessian differences only the stack orders o <= L/2 (L: the highest input
-    order) and takes the other blocks as transposes or zeros, and for order-0 torques alone
-    (the last case) differences q only and takes the (q', q') block from the Christoffel
-    identity (MotionProblem._curvature): checked against central differences of the exact
-    gradient in every control point."""
+    order) and takes the other blocks as transposes or zeros, and where L <= 2 (the last
+    three cases: torques, link twists and their rates) differences q only and takes the
+    (q', q') block from the identities of MotionProblem._curvature: checked against central
+    differences of the exact gradient in every control point."""
     problem = MotionProblem(tree12, costs, duration=1.0, samples=5, degree=6,
                             control_points=8, rest_order=0, limits="none",
                             constraints="penalty", penalty=0.0)
