@@ -346,13 +346,12 @@ class MotionProblem:
         penalty_cost = 0.0
         if self.constraints == "penalty":
             penalty_cost = self._add_penalties(theta, weights, gradient, [])
-        hessians = None if hessian is None else \
-            _Deferred(self._hessians, hessian, theta, q_stack, values, weights)
         return Evaluation(costs=costs, grads=grads, gradient=gradient,
                           cost=float(weights @ costs) + penalty_cost, q_stack=q_stack,
-                          gross_gradient=gross.reshape(gradient.shape), hessians=hessians,
+                          gross_gradient=gross.reshape(gradient.shape), hessian=hessian,
                           exact_hessian=hessian == "newton"
-                          or (hessian is not None and not self.nonlinear))
+                          or (hessian is not None and not self.nonlinear),
+                          inputs=(self, theta, values, weights))
 
     def _values(self, q_stack, jacobians=True):
         """(y (N, d), Jy) of every term at the stack: the link and torque terms' from the
@@ -379,23 +378,26 @@ class MotionProblem:
             self._selector_cache = {i: Jy[0] for i, (_, Jy) in zip(linear, values)}
         return self._selector_cache
 
-    def _hessians(self, kind, theta, q_stack, values, weights):
-        """(the Hessian of ``kind``, the Gauss-Newton one or a _Deferred of it) in band
-        storage over all control points, penalties included (:meth:`evaluate`)."""
+    def _hessians(self, kind, theta, q_stack, values, weights, curvature=None):
+        """(the Hessian of ``kind``, the Gauss-Newton one or a _Deferred of it, the stack
+        curvature used or None) in band storage over all control points, penalties
+        included (:meth:`evaluate`); ``curvature``: a second-order part to use instead of
+        :meth:`_curvature`'s differences."""
         linear = self._linear_hessian(weights)
         band, gauss_newton = None, linear
         if self.nonlinear:
             G = self._gauss_newton_stack(values, weights)
             if kind == "newton":
-                band = self.chain.hessian(G + self._curvature(q_stack, values, weights),
-                                          out=linear.copy())
+                if curvature is None:
+                    curvature = self._curvature(q_stack, values, weights)
+                band = self.chain.hessian(G + curvature, out=linear.copy())
                 gauss_newton = _Deferred(self.chain.hessian, G, linear)
             else:
                 self.chain.hessian(G, out=linear)
         if self.constraints == "penalty":
             self._add_penalties(theta, weights, None,
                                 [b for b in (band, linear) if b is not None])
-        return gauss_newton if band is None else band, gauss_newton
+        return gauss_newton if band is None else band, gauss_newton, curvature
 
     @property
     def engine_orders(self):
@@ -506,12 +508,19 @@ class MotionProblem:
         """V = dc/dq' (N, nv, nv) at q' = lambda for the torques tau = M(q) q'' + c(q, q')
         + g(q), lambda = M^-1 M_lam: M_lam (N, nv) is the q'' part of the torque terms'
         vector-Jacobian product, sum_i (P_i M)^T lambda_i for terms y_i = P_i tau (so
-        lambda = sum_i P_i^T lambda_i). One engine Jacobian at the stacks (q, lambda, 0);
-        see :meth:`_curvature` for its use."""
-        lam = np.linalg.solve(cmtm.mass_matrix(self.model, q), M_lam[..., None])[..., 0]
-        stack = np.stack([q, lam, np.zeros_like(q)], axis=1)
-        return JACOBIAN_SOURCES[self.jacobians](self.model, stack, ("joint_torque",),
-                                                order=0)["joint_torque"][:, 0, :, 1, :]
+        lambda = sum_i P_i^T lambda_i). Two engine torque Jacobians, of the order the terms
+        share (no other kernel to compile): M = d tau / dq'' at (q, 0, 0), then V at
+        (q, lambda, 0); see :meth:`_curvature` for its use."""
+        k = engine_order([self.terms[i] for i in self.nonlinear])
+        stack = np.zeros((len(q), k + 3, self.model.nv))
+        stack[:, 0] = q
+
+        def torque_jacobian():
+            return JACOBIAN_SOURCES[self.jacobians](self.model, stack, ("joint_torque",),
+                                                    order=k)["joint_torque"][:, 0]
+        M = torque_jacobian()[:, :, 2, :]
+        stack[:, 1] = np.linalg.solve(M, M_lam[..., None])[..., 0]
+        return torque_jacobian()[:, :, 1, :]
 
     def _direction_groups(self, n_directions, values):
         """The difference directions in groups whose perturbed samples' term Jacobians (and
@@ -630,11 +639,12 @@ class Evaluation:
     costs (n_terms,) raw sub-costs; grads (n_terms, n_c, nv) their gradients; gradient
     (n_c, nv) the weighted total with penalties; cost the weighted total; q_stack
     (N, K, nv); gross_gradient (n_c, nv) sum_i w_i sum_m |B_m|^T |gs_im|, the size of what
-    the gradient sums (its rounding scale). ``band`` is the Hessian asked for (upper band
-    storage over all control points) or None, ``gauss_newton_band`` the Gauss-Newton one
-    (the same array unless Newton was asked); both are computed on first use (a line
-    search evaluates iterates it may reject). exact_hessian: ``band`` is the Newton
-    Hessian (asked for, or Gauss-Newton's where every term is a joint term).
+    the gradient sums (its rounding scale). ``band`` is the Hessian asked for (``hessian``:
+    upper band storage over all control points) or None, ``gauss_newton_band`` the
+    Gauss-Newton one (the same array unless Newton was asked) and ``curvature`` the stack
+    second-order part in it (MotionProblem._curvature); all computed on first use (a line
+    search evaluates iterates it may reject) from ``inputs``. exact_hessian: ``band`` is the
+    Newton Hessian (asked for, or Gauss-Newton's where every term is a joint term).
     """
     costs: np.ndarray
     grads: np.ndarray
@@ -642,16 +652,37 @@ class Evaluation:
     cost: float
     q_stack: np.ndarray
     gross_gradient: np.ndarray
-    hessians: object = None
+    hessian: str = None
     exact_hessian: bool = False
+    inputs: tuple = None
+    _hessians: tuple = None
+    _curvature: object = None
+
+    def _built(self):
+        if self._hessians is None:
+            problem, theta, values, weights = self.inputs
+            self._hessians = problem._hessians(self.hessian, theta, self.q_stack, values,
+                                               weights, self._curvature)
+        return self._hessians
 
     @property
     def band(self):
-        return None if self.hessians is None else self.hessians.get()[0]
+        return None if self.hessian is None else self._built()[0]
 
     @property
     def gauss_newton_band(self):
-        if self.hessians is None:
+        if self.hessian is None:
             return None
-        gauss_newton = self.hessians.get()[1]
+        gauss_newton = self._built()[1]
         return gauss_newton.get() if isinstance(gauss_newton, _Deferred) else gauss_newton
+
+    @property
+    def curvature(self):
+        return None if self.hessian is None else self._built()[2]
+
+    def reuse_curvature(self, other):
+        """Build the Newton Hessian with ``other``'s second-order part instead of new
+        differences (an iterate close to other's, where the steps converge fast: the
+        difference sets the rate, as an inexact Hessian does, not the optimum)."""
+        if self._hessians is None and self.hessian == "newton":
+            self._curvature = other.curvature
