@@ -204,12 +204,15 @@ def _term_value(term, q_stack, motion, jacobians, with_jacobian):
         y = None if motion is None else motion.v_L[:, r][:, term.links, :].reshape(N, -1)
         if not with_jacobian:
             return y, None
-        J = jacobians["link_velocity"][:, r][:, rows]
+        J = jacobians["link_velocity"][:, r]
+        J = J[:, rows] if len(rows) < J.shape[1] else J
     else:
         y = None if motion is None else motion.tau[:, r]
         if not with_jacobian:
             return y, None
         J = jacobians["joint_torque"][:, r]
+    if J.shape[2] == K:        # the stack has the engine's input orders: J as it is
+        return y, J
     Jy = np.zeros(J.shape[:2] + (K, nv))
     n = min(K, J.shape[2])
     Jy[:, :, :n] = J[:, :, :n]

@@ -338,7 +338,10 @@ class MotionProblem:
         values = self._values(q_stack)
         omega = self.quadrature.weights
         costs = np.array([0.5 * np.sum(omega * np.sum(y * y, axis=1)) for y, _ in values])
-        stack_grads = np.stack([_stack_gradient(omega, y, Jy) for y, Jy in values], axis=2)
+        stack_grads = np.zeros(q_stack.shape[:2] + (len(values), q_stack.shape[2]))
+        for i, (y, Jy) in enumerate(values):
+            gs = _stack_gradient(omega, y, Jy)
+            stack_grads[:, :gs.shape[1], i] = gs
         grads = np.moveaxis(self.chain.gradient(stack_grads), 1, 0)
         gradient = np.tensordot(weights, grads, axes=1)
         gross = self._gross_chain @ np.einsum("i,msij->msj", weights, np.abs(stack_grads)
@@ -355,12 +358,14 @@ class MotionProblem:
 
     def _values(self, q_stack, jacobians=True):
         """(y (N, d), Jy) of every term at the stack: the link and torque terms' from the
-        engine (``ioc.costs.term_values``, Jy (N, d, K, nv)); the joint terms' from their
-        selectors (Jy (d, K, nv), the same at every node: :meth:`_selectors`)."""
+        engine (``ioc.costs.term_values``, Jy (N, d, Kd, nv) over the orders they depend on,
+        ``engine_orders``); the joint terms' from their selectors (Jy (d, K, nv), the same
+        at every node: :meth:`_selectors`)."""
         values = [None] * len(self.terms)
         if self.nonlinear:
-            engine = term_values(self.model, [self.terms[i] for i in self.nonlinear], q_stack,
-                                 jacobians=jacobians, source=self.jacobians)
+            engine = term_values(self.model, [self.terms[i] for i in self.nonlinear],
+                                 q_stack[:, :self.engine_orders], jacobians=jacobians,
+                                 source=self.jacobians)
             for i, value in zip(self.nonlinear, engine):
                 values[i] = value
         flat = q_stack.reshape(q_stack.shape[0], -1)
