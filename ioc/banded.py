@@ -9,6 +9,7 @@ u = (p+1) nv - 1. Storage is LAPACK's upper band form used by
 import numpy as np
 from scipy import sparse
 from scipy.linalg import cho_solve_banded, cholesky_banded
+from scipy.linalg.blas import dsbmv
 
 
 class SplineChain:
@@ -148,16 +149,12 @@ def band_to_dense(ab):
 
 
 def band_matvec(ab, x):
-    """A x for A in upper band storage, x (n,) or (n, r)."""
-    u, n = ab.shape[0] - 1, ab.shape[1]
-    y = ab[u][:, None] * x if x.ndim == 2 else ab[u] * x
-    for d in range(1, min(u, n - 1) + 1):
-        a = ab[u - d, d:]
-        if x.ndim == 2:
-            a = a[:, None]
-        y[:n - d] += a * x[d:]
-        y[d:] += a * x[:n - d]
-    return y
+    """A x for A in upper band storage, x (n,) or (n, r): BLAS's symmetric band product
+    (dsbmv) per column."""
+    u = ab.shape[0] - 1
+    if x.ndim == 2:
+        return np.stack([band_matvec(ab, column) for column in x.T], axis=1)
+    return dsbmv(u, 1.0, ab, np.asarray(x, dtype=np.float64))
 
 
 class BandedCholesky:

@@ -532,7 +532,7 @@ def kkt_stationarity(problem, theta, w):
     from ioc.direct import _Limits, _stationarity
     ev = problem.evaluate(theta, w)
     stat, _, _ = _stationarity(problem, ev, w, _Limits(problem, theta), SolverOptions())
-    return stat
+    return stat[:2]
 
 
 @single_threaded_blas

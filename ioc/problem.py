@@ -194,6 +194,10 @@ class MotionProblem:
         self.n_free = n_free_min * nv
         self._limit_matrix = self._limit_rows()
         self._limit_constraints = None
+        u = self.spline.knots
+        greville = np.array([u[i + 1:i + p + 1].mean() for i in range(self.spline.n_control)])
+        s = greville / self.spline.duration
+        self._minimum_jerk = s ** 3 * (10 - 15 * s + 6 * s ** 2)
 
     def _check_size(self, degree, control_points):
         """ValueError before anything is allocated when one evaluation would not fit in the
@@ -245,11 +249,8 @@ class MotionProblem:
     def initial_theta(self):
         """A feasible start: control points on the minimum-jerk profile between start and
         goal at the Greville abscissae (fixed rows exactly start and goal)."""
-        p, n_c = self.spline.degree, self.spline.n_control
-        u = self.spline.knots
-        greville = np.array([u[i + 1:i + p + 1].mean() for i in range(n_c)]) / self.spline.duration
-        s = greville ** 3 * (10 - 15 * greville + 6 * greville ** 2)
-        theta = self.start + s[:, None] * (self.goal - self.start)
+        n_c = self.spline.n_control
+        theta = self.start + self._minimum_jerk[:, None] * (self.goal - self.start)
         theta[:self.rest_order + 1] = self.start
         theta[n_c - self.rest_order - 1:] = self.goal
         return DD.of(np.clip(theta, self.lower, self.upper))
