@@ -151,9 +151,8 @@ def sensitivity(trial, theta, w, evaluation=None):
     (``evaluation``: a Newton evaluation at theta to reuse, e.g. DirectResult.evaluation)."""
     problem = trial.problem
     nv, n_c = problem.model.nv, problem.spline.n_control
-    ev = evaluation
-    if ev is None or not ev.exact_hessian:
-        ev = problem.evaluate(theta, w, hessian="newton")
+    ev = problem.evaluate(theta, w, hessian="newton") if evaluation is None \
+        else evaluation.exact()
     free = problem.free_slice
     band = problem.layout.restrict(ev.band, free.start, free.stop)
     try:

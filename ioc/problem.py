@@ -24,7 +24,7 @@ Joint limits lower <= q_j(t_c) <= upper are imposed at the N uniform nodes t_c o
 inclusive (the samples of ``trajectory.csv``); between nodes the spline is not checked.
 """
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from numbers import Integral, Real
 
 import numpy as np
@@ -689,6 +689,16 @@ class Evaluation:
     def reuse_curvature(self, other):
         """Build the Newton Hessian with ``other``'s second-order part instead of new
         differences (an iterate close to other's, where the steps converge fast: the
-        difference sets the rate, as an inexact Hessian does, not the optimum)."""
+        difference sets the rate, as an inexact Hessian does, not the optimum); the band
+        is then no longer exact (:meth:`exact`)."""
         if self._hessians is None and self.hessian == "newton":
             self._curvature = other.curvature
+            self.exact_hessian = False
+
+    def exact(self):
+        """This evaluation with the exact Newton Hessian (itself if it has it; else the same
+        values and gradients, the Hessian built anew on first use)."""
+        if self.exact_hessian:
+            return self
+        return replace(self, hessian="newton", exact_hessian=True, _hessians=None,
+                       _curvature=None)
