@@ -498,11 +498,15 @@ class MotionProblem:
                 o, j = divmod(entry, nv)
                 columns[:, :, o, :, j] = (g[e] - base) / steps[:, o, j, None, None]
         if identity:
-            torques = [v for v, i in zip(vjps, self.nonlinear) if self.terms[i].kind == "torque"]
+            torques = [k for k, i in enumerate(self.nonlinear)
+                       if self.terms[i].kind == "torque"]
             X = columns[:, 2, 0]
             columns[:, 1, 1] = X + X.transpose(0, 2, 1)
             if torques:
-                columns[:, 1, 1] -= self._coriolis_rate(stack[:, 0], sum(torques)[:, 2])
+                whole = all(lambdas[k].shape[1] == nv for k in torques)
+                lam = sum(lambdas[k] for k in torques) if whole else None
+                columns[:, 1, 1] -= self._coriolis_rate(stack[:, 0], lam,
+                                                        sum(vjps[k] for k in torques)[:, 2])
             columns[:, 0, 1] = columns[:, 1, 0].transpose(0, 2, 1)
         S = np.zeros((N, Kd, Kd, nv, nv))
         S[:, :O, :O] = 0.5 * (columns[:, :O] + columns[:, :O].transpose(0, 2, 1, 4, 3))
@@ -510,13 +514,14 @@ class MotionProblem:
         S[:, :O, O:] = columns[:, O:].transpose(0, 2, 1, 4, 3)
         return S
 
-    def _coriolis_rate(self, q, M_lam):
+    def _coriolis_rate(self, q, lam, M_lam):
         """V = dc/dq' (N, nv, nv) at q' = lambda for the torques tau = M(q) q'' + c(q, q')
-        + g(q), lambda = M^-1 M_lam: M_lam (N, nv) is the q'' part of the torque terms'
-        vector-Jacobian product, sum_i (P_i M)^T lambda_i for terms y_i = P_i tau (so
-        lambda = sum_i P_i^T lambda_i). Two engine torque Jacobians, of the order the terms
-        share (no other kernel to compile): M = d tau / dq'' at (q, 0, 0), then V at
-        (q, lambda, 0); see :meth:`_curvature` for its use."""
+        + g(q): lambda = sum_i P_i^T lambda_i over the torque terms y_i = P_i tau, given
+        as ``lam`` (N, nv) where every term keeps every joint (P_i = E), else solved from
+        M_lam = M lambda (N, nv), the q'' part of their vector-Jacobian product
+        sum_i (P_i M)^T lambda_i, with M = d tau / dq'' at (q, 0, 0). V at (q, lambda, 0):
+        engine torque Jacobians of the order the terms share (no other kernel to
+        compile); see :meth:`_curvature` for its use."""
         k = engine_order([self.terms[i] for i in self.nonlinear])
         stack = np.zeros((len(q), k + 3, self.model.nv))
         stack[:, 0] = q
@@ -524,8 +529,10 @@ class MotionProblem:
         def torque_jacobian():
             return JACOBIAN_SOURCES[self.jacobians](self.model, stack, ("joint_torque",),
                                                     order=k)["joint_torque"][:, 0]
-        M = torque_jacobian()[:, :, 2, :]
-        stack[:, 1] = np.linalg.solve(M, M_lam[..., None])[..., 0]
+        if lam is None:
+            M = torque_jacobian()[:, :, 2, :]
+            lam = np.linalg.solve(M, M_lam[..., None])[..., 0]
+        stack[:, 1] = lam
         return torque_jacobian()[:, :, 1, :]
 
     def _direction_groups(self, n_directions, values):

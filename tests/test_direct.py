@@ -182,6 +182,21 @@ def test_newton_hessian_matches_fd_of_gradients(tree12, costs):
     assert np.max(np.abs(H - fd)) <= 1e-5 * np.max(np.abs(H))
 
 
+def test_coriolis_rate_from_m_lambda_matches_it_from_lambda(tree12):
+    """MotionProblem._coriolis_rate solves lambda from M lambda where a torque term keeps
+    some joints only; against the path given lambda (checked by the Newton Hessian test),
+    M from cmtm.mass_matrix (the CRBA, not the engine's Jacobian the method uses)."""
+    problem = MotionProblem(tree12, ("joint_torque",), duration=1.0, samples=5,
+                            control_points=8, rest_order=0, limits="none")
+    rng = np.random.default_rng(3)
+    q, lam = rng.uniform(-1, 1, (2, 5, tree12.nv))
+    M_lam = np.einsum("mij,mj->mi", cmtm.mass_matrix(tree12, q), lam)
+    direct = problem._coriolis_rate(q, lam, None)
+    # a solve with M's condition number (~1e3 on this tree) in float64
+    assert np.allclose(problem._coriolis_rate(q, None, M_lam), direct, rtol=0,
+                       atol=1e-10 * np.max(np.abs(direct)))
+
+
 def test_urdf_branching_tree_with_prismatic_joint_optimizes(tree12):
     costs = ("joint_jerk", "joint_torque_rate", "link_velocity")
     problem = MotionProblem(tree12, costs, duration=1.0, samples=30, control_points=10,
