@@ -51,6 +51,14 @@ class SplineChain:
         self._slot[order] = np.arange(N) - np.repeat(np.cumsum(counts) - counts, counts)
         self._slots = int(counts.max())
         self._span_weights = {}
+        # Y[span, a, b] (b >= a) adds to the block (first + a, b - a)
+        span, a, b = np.meshgrid(np.arange(len(self.span_first)), np.arange(n_local),
+                                 np.arange(n_local), indexing="ij")
+        upper = (b >= a).ravel()
+        rows = ((self.span_first[span] + a) * n_local + b - a).ravel()[upper]
+        self._span_scatter = sparse.csr_array(
+            (np.ones(rows.size), (rows, np.flatnonzero(upper))),
+            shape=(n_control * n_local, span.size))
         self._scatter = self._band_scatter()
 
     def gradient(self, gs):
@@ -96,12 +104,8 @@ class SplineChain:
         padded[self._span, self._slot] = flat
         Y = np.matmul(self.span_weights(Kc), padded.reshape(len(self.span_first), -1,
                                                              flat.shape[2]))
-        Y = Y.reshape(len(self.span_first), n_local, n_local, -1)
-        blocks = np.zeros((self.n_control, n_local, flat.shape[2]))
-        for a in range(n_local):
-            for delta in range(n_local - a):
-                blocks[self.span_first + a, delta] += Y[:, a, a + delta]
-        return blocks
+        blocks = self._span_scatter @ Y.reshape(-1, flat.shape[2])
+        return blocks.reshape(self.n_control, n_local, -1)
 
     def band(self, blocks, out=None):
         """Upper band storage (u+1, n_c nv) of the blocks of :meth:`hessian_blocks` (added

@@ -442,7 +442,7 @@ class MotionProblem:
         A = np.concatenate([np.sqrt(weights[i] * omega)[:, None, None]
                             * values[i][1][:, :, :Kd].reshape(len(omega), -1, Kd * nv)
                             for i in self.nonlinear], axis=1)
-        return _orders_first(np.matmul(A.transpose(0, 2, 1), A), Kd, nv)
+        return np.ascontiguousarray(_orders_first(np.matmul(A.transpose(0, 2, 1), A), Kd, nv))
 
     def _curvature(self, q_stack, values, weights):
         """The second-order part sum_i w_i omega_m sum_d y_id Hess(y_id) of the link and torque
