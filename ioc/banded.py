@@ -30,7 +30,8 @@ class SplineChain:
       ((p+1)^2, n Kc^2) @ (n Kc^2, nv^2) gives every block the span touches (i = first + a,
       delta = b - a); a fixed scatter then puts the blocks into upper band storage (no two
       blocks share an entry). Against one sparse product over all samples (scipy's
-      csr_matvecs), the 36-joint human's Hessian (200 samples, 3 orders): ...
+      csr_matvecs), median CPU of 15 alternating calls: the 36-joint human's Gauss-Newton
+      Hessian (200 samples, 3 orders) 32.0 -> 17.7 ms, case (c)'s 0.26 -> 0.10 ms.
     """
 
     def __init__(self, first, values, n_control, nv):

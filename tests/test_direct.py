@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import cmtm
+import ioc.problem
 import kinematic_trees as kt
 from ioc.banded import band_to_dense
 from ioc.bspline import DD
@@ -180,6 +181,21 @@ def test_newton_hessian_matches_fd_of_gradients(tree12, costs):
     fd = _fd_hessian(problem, theta, weights, 1e-5)
     # a forward difference (relative step 1.5e-8) against a central one (step 1e-5)
     assert np.max(np.abs(H - fd)) <= 1e-5 * np.max(np.abs(H))
+
+
+def test_curvature_in_direction_groups_matches_one_group(tree12, monkeypatch):
+    """The differences share engine calls in groups of directions (CURVATURE_BYTES): any
+    grouping gives the same second-order part, up to the order of float sums."""
+    problem = MotionProblem(tree12, ("joint_torque_rate", "link_velocity"), duration=1.0,
+                            samples=5, control_points=8, rest_order=0, limits="none")
+    weights = np.array([1.0, 2.0])
+    q_stack = problem.stack(DD.of(np.random.default_rng(7).uniform(-1, 1, (8, tree12.nv))))
+    values = problem._values(q_stack)
+    one = problem._curvature(q_stack, values, weights)
+    assert np.max(np.abs(one)) > 1.0                # a moving motion: a part to compare
+    monkeypatch.setattr(ioc.problem, "CURVATURE_BYTES", 1)       # one direction per call
+    assert np.allclose(problem._curvature(q_stack, values, weights), one, rtol=0,
+                       atol=1e-12 * np.max(np.abs(one)))
 
 
 def test_coriolis_rate_from_m_lambda_matches_it_from_lambda(tree12):
