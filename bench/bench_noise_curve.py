@@ -8,7 +8,9 @@ Gaussian noise of sigma degrees is added (seeded). For each sigma the table give
 L1 error of the maximum-likelihood estimator (ioc.estimate), of its linearized starting
 point, and of plain inverse KKT on the fitted motion, next to the bound's expected L1
 sqrt(2/pi) sum_i std_i (Fisher information at the true motion), their ratio, how many
-weights the estimator reported undetermined, and the mean time per trial.
+weights the estimator reported undetermined, the coverage of its 95 % intervals (the share of
+the weights, over the seeds, whose interval holds the true weight), and the mean time per
+trial (data fit and estimate).
 
 Run: python bench/bench_noise_curve.py [--seeds S] [--sigmas 1e-4,1e-3,...] [--json PATH]
 """
@@ -52,7 +54,7 @@ def bound_l1(reference, sigma):
 def row(model, q, reference, sigma_deg, seeds):
     """Mean errors over the seeds at one noise level."""
     sigma = np.deg2rad(sigma_deg)
-    ml, linear, kkt, undetermined, seconds = [], [], [], [], []
+    ml, linear, kkt, undetermined, covered, seconds = [], [], [], [], [], []
     for seed in range(seeds):
         noisy = q + sigma * np.random.default_rng(seed).normal(size=q.shape)
         started = time.perf_counter()
@@ -66,10 +68,13 @@ def row(model, q, reference, sigma_deg, seeds):
         kkt.append(np.sum(np.abs(recover_weights(trial.problem, trial.theta).weights
                                  - TRUE_WEIGHTS)))
         undetermined.append(len(estimate.undetermined))
+        covered.append(np.mean((estimate.ci95[:, 0] <= TRUE_WEIGHTS)
+                               & (TRUE_WEIGHTS <= estimate.ci95[:, 1])))
     bound = bound_l1(reference, sigma)
     return {"sigma_deg": sigma_deg, "ml_l1": float(np.mean(ml)), "linear_l1": float(np.mean(linear)),
             "kkt_l1": float(np.mean(kkt)), "bound_l1": bound,
             "ratio": float(np.mean(ml)) / bound, "undetermined": float(np.mean(undetermined)),
+            "coverage": float(np.mean(covered)),
             "seconds": float(np.mean(seconds))}
 
 
@@ -83,14 +88,14 @@ def main():
     print(f"weights recovered from noisy data: {args.seeds} seeds per sigma, L1 errors "
           f"(mean), bound = Cramer-Rao expected L1 at the truth")
     print(f"{'sigma deg':>10}{'ML L1':>11}{'linear L1':>11}{'plain KKT':>11}{'bound L1':>11}"
-          f"{'ML/bound':>10}{'undet.':>8}{'s/trial':>9}")
+          f"{'ML/bound':>10}{'undet.':>8}{'cover':>7}{'s/trial':>9}")
     rows = []
     for sigma_deg in (float(s) for s in args.sigmas.split(",")):
         r = row(model, q, reference, sigma_deg, args.seeds)
         rows.append(r)
         print(f"{r['sigma_deg']:>10.0e}{r['ml_l1']:>11.2e}{r['linear_l1']:>11.2e}"
               f"{r['kkt_l1']:>11.2e}{r['bound_l1']:>11.2e}{r['ratio']:>10.2f}"
-              f"{r['undetermined']:>8.1f}{r['seconds']:>9.1f}", flush=True)
+              f"{r['undetermined']:>8.1f}{r['coverage']:>7.2f}{r['seconds']:>9.2f}", flush=True)
     if args.json:
         with open(args.json, "w") as out:
             json.dump(rows, out, indent=1)

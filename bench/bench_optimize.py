@@ -29,8 +29,8 @@ Columns, per case:
   Jacobians), measured by wrapping ``ioc.problem.term_values`` (the name ioc.problem
   calls) with a timer; cmtm %: the part of it inside the engine calls proper
   (``cmtm.motion`` and the Jacobian source), wrapped the same way; hess %: the share
-  spent in the Newton Hessian's central differences of the stack gradients
-  (``MotionProblem._fd_stack_hessian``, whose term_values calls are part of terms %). The
+  spent in the Newton Hessian's second-order part (``MotionProblem._curvature``,
+  differences of the terms' Jacobians, whose term_values calls are part of terms %). The
   rest is spline evaluation in double-double, chaining to control points, banded assembly
   and Cholesky, the active-set step and the line search.
 * FD: the same solve with ``MotionProblem(..., jacobians="finite_differences")``
@@ -63,7 +63,6 @@ its compile and inverse KKT) and the case (c) FD solve (~50 s) take most of it.
 """
 import argparse
 import atexit
-import functools
 import importlib.metadata
 import json
 import os
@@ -88,6 +87,7 @@ if "--cached" not in sys.argv[1:]:
     atexit.register(shutil.rmtree, _COLD_CACHE, True)
 
 import joblib  # noqa: E402
+from timing import clocked  # noqa: E402
 
 import cmtm  # noqa: E402
 import ioc.costs  # noqa: E402
@@ -145,53 +145,17 @@ def direct_cases(skip_human):
 
 # --- timing ---
 
-class Clock:
-    """Wall time spent inside the callables it wraps (outermost calls only, so a wrapped
-    function calling another wrapped one is not counted twice)."""
-
-    def __init__(self):
-        self.seconds = 0.0
-        self._depth = 0
-
-    def wrap(self, function):
-        @functools.wraps(function)
-        def timed(*args, **kwargs):
-            if self._depth:
-                return function(*args, **kwargs)
-            self._depth += 1
-            start = time.perf_counter()
-            try:
-                return function(*args, **kwargs)
-            finally:
-                self.seconds += time.perf_counter() - start
-                self._depth -= 1
-        return timed
-
-
 @contextmanager
 def engine_clocks():
     """(terms, cmtm, hessian) clocks while ``ioc.problem.term_values``, the engine calls it
-    makes (``cmtm.motion``, the JACOBIAN_SOURCES entries) and the Newton Hessian's central
-    differences (``MotionProblem._fd_stack_hessian``; hessian is None if that private
-    method is gone) are wrapped; restored on exit."""
-    terms, engine = Clock(), Clock()
-    saved_terms, saved_motion = ioc.problem.term_values, cmtm.motion
-    saved_sources = dict(ioc.costs.JACOBIAN_SOURCES)
-    saved_hessian = getattr(MotionProblem, "_fd_stack_hessian", None)   # None: renamed
-    ioc.problem.term_values = terms.wrap(saved_terms)
-    cmtm.motion = engine.wrap(saved_motion)
-    for name, function in saved_sources.items():
-        ioc.costs.JACOBIAN_SOURCES[name] = engine.wrap(function)
-    hessian = None if saved_hessian is None else Clock()
-    if hessian is not None:
-        MotionProblem._fd_stack_hessian = hessian.wrap(saved_hessian)
-    try:
-        yield terms, engine, hessian
-    finally:
-        ioc.problem.term_values, cmtm.motion = saved_terms, saved_motion
-        ioc.costs.JACOBIAN_SOURCES.update(saved_sources)
-        if saved_hessian is not None:
-            MotionProblem._fd_stack_hessian = saved_hessian
+    makes (``cmtm.motion``, the JACOBIAN_SOURCES entries) and the Newton Hessian's second-order
+    part (``MotionProblem._curvature``, differences of the terms' Jacobians) are wrapped;
+    restored on exit."""
+    sources = [(ioc.costs.JACOBIAN_SOURCES, name) for name in ioc.costs.JACOBIAN_SOURCES]
+    with clocked({"terms": [(ioc.problem, "term_values")],
+                  "cmtm": [(cmtm, "motion")] + sources,
+                  "hessian": [(MotionProblem, "_curvature")]}) as clocks:
+        yield clocks["terms"], clocks["cmtm"], clocks["hessian"]
 
 
 def compile_seconds(problem, weights):
@@ -218,7 +182,7 @@ def timed_solves(problem, weights, repeats, budget):
     total = sum(walls)
     return {"result": results[-1], "wall_s": float(np.median(walls)), "n": len(walls),
             "terms_share": terms.seconds / total, "cmtm_share": engine.seconds / total,
-            "hessian_share": None if hessian is None else hessian.seconds / total}
+            "hessian_share": hessian.seconds / total}
 
 
 def median_seconds(call, repeats):

@@ -7,56 +7,128 @@ u = (p+1) nv - 1. Storage is LAPACK's upper band form used by
 ``scipy.linalg.cholesky_banded``: ``ab[u + r - c, c] = A[r, c]`` for r <= c.
 """
 import numpy as np
+from scipy import sparse
 from scipy.linalg import cho_solve_banded, cholesky_banded
+from scipy.linalg.blas import dsbmv
 
 
-def chain_gradient(first, values, gs, n_control):
-    """sum_m B_m^T gs_m: the gradient with respect to control points (n_c, nv) of a
-    function of the raw stacks at the samples, from its stack gradients.
+class SplineChain:
+    """The chain rule from the raw stacks at sample times to the control points, with its
+    index work done once per time grid (local support: a sample involves the p+1 control
+    points first_m .. first_m + p of every joint).
 
-    first : (N,) int; values : (N, K, p+1) basis derivatives b^(s)_{first+a}(t_m);
-    gs : (N, K, nv) gradient with respect to q^(s)(t_m).
+    first : (N,) int; values : (N, K, p+1) basis derivatives b^(s)_{first_m+a,p}(t_m)
+    (``ClampedBSpline.local_basis``); n_control, nv.
+
+    * gradient: sum_m B_m^T gs_m, i.e. (n_c, X) = Cg (n_c, N K) @ gs (N K, X), a sparse
+      product with Cg[first_m + a, m K + s] = values[m, s, a];
+    * Hessian: sum_m B_m^T G_m B_m for stack Hessians G_m over the first Kc orders. Its block
+      between control points i and i + delta (0 <= delta <= p, nv x nv) is
+      sum_m sum_{s,t} values[m, s, i - first_m] values[m, t, i + delta - first_m]
+      G_m[s, :, t, :]. The samples of one knot span share first_m, so per span one dense
+      product Y[a, b] = sum_{m in span, s, t} values[m, s, a] values[m, t, b] G_m[s, t]
+      ((p+1)^2, n Kc^2) @ (n Kc^2, nv^2) gives every block the span touches (i = first + a,
+      delta = b - a); a fixed scatter then puts the blocks into upper band storage (no two
+      blocks share an entry). Against one sparse product over all samples (scipy's
+      csr_matvecs), median CPU of 15 alternating calls: the 36-joint human's Gauss-Newton
+      Hessian (200 samples, 3 orders) 32.0 -> 17.7 ms, case (c)'s 0.26 -> 0.10 ms.
     """
-    local = np.einsum("msa,msj->maj", values, gs)
-    out = np.zeros((n_control, gs.shape[2]))
-    np.add.at(out, first[:, None] + np.arange(values.shape[2]), local)
-    return out
 
+    def __init__(self, first, values, n_control, nv):
+        self.first, self.values = np.asarray(first), np.asarray(values)
+        self.n_control, self.nv = n_control, nv
+        N, K, n_local = self.values.shape
+        self.layout = BandLayout(n_control, n_local - 1, nv)
+        rows = self.first[:, None, None] + np.arange(n_local)[None, None, :]
+        columns = (np.arange(N)[:, None, None] * K + np.arange(K)[None, :, None])
+        self.gradient_matrix = sparse.csr_array(
+            (self.values.ravel(), (np.broadcast_to(rows, self.values.shape).ravel(),
+                                   np.broadcast_to(columns, self.values.shape).ravel())),
+            shape=(n_control, N * K))
+        self.span_first, self._span, counts = np.unique(self.first, return_inverse=True,
+                                                        return_counts=True)
+        order = np.argsort(self._span, kind="stable")
+        self._slot = np.empty(N, dtype=np.int64)
+        self._slot[order] = np.arange(N) - np.repeat(np.cumsum(counts) - counts, counts)
+        self._slots = int(counts.max())
+        self._span_weights = {}
+        # Y[span, a, b] (b >= a) adds to the block (first + a, b - a)
+        span, a, b = np.meshgrid(np.arange(len(self.span_first)), np.arange(n_local),
+                                 np.arange(n_local), indexing="ij")
+        upper = (b >= a).ravel()
+        rows = ((self.span_first[span] + a) * n_local + b - a).ravel()[upper]
+        self._span_scatter = sparse.csr_array(
+            (np.ones(rows.size), (rows, np.flatnonzero(upper))),
+            shape=(n_control * n_local, span.size))
+        self._scatter = self._band_scatter()
 
-def chain_hessian_blocks(values, Gs):
-    """Per-sample blocks B_m^T G_m B_m, (N, (p+1) nv, (p+1) nv), control-point-major.
+    def gradient(self, gs):
+        """sum_m B_m^T gs_m: gs (N, K, ...) stack gradients -> (n_control, ...)."""
+        N, K = gs.shape[:2]
+        flat = gs.reshape(N * K, -1)
+        return (self.gradient_matrix @ flat).reshape((self.n_control,) + gs.shape[2:])
 
-    values : (N, K, p+1); Gs : (N, K, nv, K, nv) Hessian with respect to the raw stack.
-    """
-    N, K, n_local = values.shape
-    nv = Gs.shape[2]
-    half = np.einsum("msa,msjtk->majtk", values, Gs)
-    blocks = np.einsum("majtk,mtb->majbk", half, values)
-    return blocks.reshape(N, n_local * nv, n_local * nv)
+    def span_weights(self, Kc):
+        """W (n_spans, (p+1)^2, slots Kc^2): W[span, (a, b), (slot, s, t)] =
+        values[m, s, a] values[m, t, b] for the sample m in that slot of the span (zero for
+        the slots a span does not fill); built on first use."""
+        if Kc not in self._span_weights:
+            N, _, n_local = self.values.shape
+            b = self.values[:, :Kc]
+            products = np.einsum("msa,mtb->mabst", b, b).reshape(N, n_local ** 2, Kc * Kc)
+            W = np.zeros((len(self.span_first), n_local ** 2, self._slots, Kc * Kc))
+            W[self._span, :, self._slot] = products
+            self._span_weights[Kc] = W.reshape(len(self.span_first), n_local ** 2, -1)
+        return self._span_weights[Kc]
+
+    def _band_scatter(self):
+        """(destinations in the flat band, sources in the flat (n_c, p+1, nv, nv) blocks):
+        block (i, delta) entry (j, k) is A[i nv + j, (i + delta) nv + k], kept where it lies
+        in the matrix and on or above the diagonal."""
+        nv, n_c, n_local, u = self.nv, self.n_control, self.layout.n_local, self.layout.u
+        i, delta, j, k = np.meshgrid(np.arange(n_c), np.arange(n_local), np.arange(nv),
+                                     np.arange(nv), indexing="ij")
+        row, col = i * nv + j, (i + delta) * nv + k
+        keep = (i + delta < n_c) & (row <= col)
+        source = np.flatnonzero(keep.ravel())
+        destination = (u + row - col)[keep] * (n_c * nv) + col[keep]
+        return destination, source
+
+    def hessian_blocks(self, G):
+        """(n_c, p+1, X) blocks of sum_m B_m^T G_m B_m, G (N, Kc, Kc, ...) the stack Hessians
+        with the order axes first (G[m, s, t] = d^2 / dq^(s) dq^(t), X = nv^2 entries, or
+        any trailing size)."""
+        N, Kc = G.shape[:2]
+        n_local = self.values.shape[2]
+        flat = G.reshape(N, Kc * Kc, -1)
+        padded = np.zeros((len(self.span_first), self._slots, Kc * Kc, flat.shape[2]))
+        padded[self._span, self._slot] = flat
+        Y = np.matmul(self.span_weights(Kc), padded.reshape(len(self.span_first), -1,
+                                                             flat.shape[2]))
+        blocks = self._span_scatter @ Y.reshape(-1, flat.shape[2])
+        return blocks.reshape(self.n_control, n_local, -1)
+
+    def band(self, blocks, out=None):
+        """Upper band storage (u+1, n_c nv) of the blocks of :meth:`hessian_blocks` (added
+        to ``out`` if given)."""
+        destination, source = self._scatter
+        ab = np.zeros((self.layout.u + 1, self.layout.size)) if out is None else out
+        ab.reshape(-1)[destination] += blocks.reshape(-1)[source]
+        return ab
+
+    def hessian(self, G, out=None):
+        """sum_m B_m^T G_m B_m in upper band storage; G (N, Kc, Kc, nv, nv)."""
+        return self.band(self.hessian_blocks(G), out)
 
 
 class BandLayout:
-    """Where the per-sample blocks of a spline problem go in band storage."""
+    """Sizes of the band matrices of a spline problem: ``u`` = (p+1) nv - 1 upper diagonals
+    over ``size`` = n_c nv variables."""
 
     def __init__(self, n_control, degree, nv):
         self.nv, self.n_local = nv, degree + 1
         self.size = n_control * nv
         self.u = self.n_local * nv - 1
-        rows, cols = np.triu_indices(self.n_local * nv)
-        self._block_rows, self._block_cols = rows, cols
-        self._band_rows = self.u + rows - cols
-
-    def assemble(self, first, blocks, out=None):
-        """Add the blocks of samples whose windows start at control point ``first`` into a
-        band matrix (u+1, size); blocks of one window are summed before placement."""
-        ab = np.zeros((self.u + 1, self.size)) if out is None else out
-        windows, inverse = np.unique(first, return_inverse=True)
-        summed = np.zeros((len(windows),) + blocks.shape[1:])
-        np.add.at(summed, inverse, blocks)
-        for window, block in zip(windows, summed):
-            ab[self._band_rows, window * self.nv + self._block_cols] += \
-                block[self._block_rows, self._block_cols]
-        return ab
 
     def restrict(self, ab, start, stop):
         """The band of the principal submatrix of variables start..stop-1."""
@@ -82,16 +154,12 @@ def band_to_dense(ab):
 
 
 def band_matvec(ab, x):
-    """A x for A in upper band storage, x (n,) or (n, r)."""
-    u, n = ab.shape[0] - 1, ab.shape[1]
-    y = ab[u][:, None] * x if x.ndim == 2 else ab[u] * x
-    for d in range(1, min(u, n - 1) + 1):
-        a = ab[u - d, d:]
-        if x.ndim == 2:
-            a = a[:, None]
-        y[:n - d] += a * x[d:]
-        y[d:] += a * x[:n - d]
-    return y
+    """A x for A in upper band storage, x (n,) or (n, r): BLAS's symmetric band product
+    (dsbmv) per column."""
+    u = ab.shape[0] - 1
+    if x.ndim == 2:
+        return np.stack([band_matvec(ab, column) for column in x.T], axis=1)
+    return dsbmv(u, 1.0, ab, np.asarray(x, dtype=np.float64))
 
 
 class BandedCholesky:

@@ -279,10 +279,11 @@ POINT_JACOBIAN_SOURCES = {"structured": cmtm.point_jacobian,
 ``cmtm.point_motion``)."""
 
 
-def term_values(model, terms, q_stack, jacobians=True, source="structured"):
+def term_values(model, terms, q_stack, jacobians=True, source="structured", values=True):
     """Value y (N, d) and stack Jacobian Jy (N, d, K, nv) of every term at every sample
     (Jy is None with ``jacobians=False``, which skips the Jacobian pass; ``source`` names
-    an entry of JACOBIAN_SOURCES).
+    an entry of JACOBIAN_SOURCES; with ``values=False`` the link, torque and point terms'
+    y is None, which skips the engine's motion passes: the Newton Hessian's differences).
 
     q_stack : (N, K, nv) float64 raw derivatives, K = stack_orders(terms).
     One call of ``cmtm.motion`` and one of ``cmtm.jacobians`` serve all link and torque
@@ -296,18 +297,20 @@ def term_values(model, terms, q_stack, jacobians=True, source="structured"):
         quantities = engine_quantities(terms)
         with_torque = "joint_torque" in quantities
         engine_stack = _padded(q_stack, k + (3 if with_torque else 2))
-        motion = cmtm.motion(model, engine_stack, order=k, dynamics=with_torque, world=False)
+        if values:
+            motion = cmtm.motion(model, engine_stack, order=k, dynamics=with_torque,
+                                 world=False)
         if jacobians:
             J = JACOBIAN_SOURCES[source](model, engine_stack, quantities, order=k)
-    points = _point_values(model, terms, q_stack, jacobians, source)
-    values, start = [], 0
+    points = _point_values(model, terms, q_stack, jacobians, source, values)
+    out, start = [], 0
     for term in terms:
         if term.kind == "point":
-            values.append(_point_term_value(term, K, points, start))
+            out.append(_point_term_value(term, K, points, start))
             start += len(term.points)
         else:
-            values.append(_term_value(term, q_stack, motion, J, jacobians))
-    return values
+            out.append(_term_value(term, q_stack, motion, J, jacobians))
+    return out
 
 
 def _padded(q_stack, n_orders):
@@ -320,32 +323,34 @@ def _padded(q_stack, n_orders):
     return padded
 
 
-def _point_values(model, terms, q_stack, jacobians, source):
-    """(p^(1..k+1) (N, k+1, n_points, 3), its Jacobian or None) of every point of the terms
-    (:func:`point_list`) from one call of each, k = point_order(terms); None without point
-    terms."""
+def _point_values(model, terms, q_stack, jacobians, source, values=True):
+    """(p^(1..k+1) (N, k+1, n_points, 3) or None without ``values``, its Jacobian or None
+    without ``jacobians``) of every point of the terms (:func:`point_list`) from one call of
+    each, k = point_order(terms); None without point terms."""
     k = point_order(terms)
     if k is None:
         return None
     stack, points = _padded(q_stack, k + 2), point_list(terms)
-    values = cmtm.point_motion(model, stack, points, order=k)
+    p = cmtm.point_motion(model, stack, points, order=k) if values else None
     J = POINT_JACOBIAN_SOURCES[source](model, stack, points, order=k) if jacobians else None
-    return values, J
+    return p, J
 
 
 def _point_term_value(term, K, points, start):
     """y (N, 3 n) and Jy (N, 3 n, K, nv) (None without the Jacobian) of a point term whose
     n points start at ``start`` in the shared point call ``points``."""
-    values, J = points
+    p, J = points
     n, r = len(term.points), term.derivative
-    y = values[:, r, start:start + n].reshape(values.shape[0], -1)
+    y = None if p is None else p[:, r, start:start + n].reshape(p.shape[0], -1)
     return y, None if J is None else _widened(J[:, r, 3 * start:3 * (start + n)], K)
 
 
 def _widened(J, K):
     """Jy (N, d, K, nv): a term's Jacobian J (N, d, K_J, nv) with zero columns for the
     orders above K_J, or cut to K (a shared engine call's top orders, on which the term
-    does not depend)."""
+    does not depend); J itself (no copy) where K_J = K."""
+    if J.shape[2] == K:
+        return J
     Jy = np.zeros(J.shape[:2] + (K, J.shape[3]))
     n = min(K, J.shape[2])
     Jy[:, :, :n] = J[:, :, :n]
@@ -365,13 +370,15 @@ def _term_value(term, q_stack, motion, jacobians, with_jacobian):
         return y, Jy
     if term.kind == "link":
         rows = (6 * np.asarray(term.links)[:, None] + np.arange(6)).ravel()
-        y = motion.v_L[:, r][:, term.links, :].reshape(N, -1)
+        y = None if motion is None else motion.v_L[:, r][:, term.links, :].reshape(N, -1)
         if not with_jacobian:
             return y, None
-        J = jacobians["link_velocity"][:, r][:, rows]
+        J = jacobians["link_velocity"][:, r]
+        J = J[:, rows] if len(rows) < J.shape[1] else J
     else:
-        y = motion.tau[:, r][:, term.joints]
+        y = None if motion is None else motion.tau[:, r][:, term.joints]
         if not with_jacobian:
             return y, None
-        J = jacobians["joint_torque"][:, r][:, term.joints]
+        J = jacobians["joint_torque"][:, r]
+        J = J if term.joints == tuple(range(J.shape[1])) else J[:, term.joints]
     return y, _widened(J, K)

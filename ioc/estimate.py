@@ -48,7 +48,7 @@ from scipy.linalg import LinAlgError
 from ioc._blas import single_threaded_blas
 from ioc.banded import BandedCholesky, band_columns
 from cmtm.api import as_float_array, check_model
-from ioc.bspline import DD, ClampedBSpline, check_int, clamped_knots
+from ioc.bspline import DD, ClampedBSpline, check_int, clamped_knots, dd_add
 from ioc.data import MotionData, check_fit_size, fit_spline
 from ioc.direct import SolverOptions, check_callback, solve
 from ioc.inverse_kkt import _solve_scaled
@@ -76,6 +76,7 @@ class Trial:
     theta: object = None
 
 
+@single_threaded_blas
 def prepare_trial(model, costs, data, *, degree=5, control_points=50, rest_order=1,
                   integration="samples", samples=200, limits="model", noise=None,
                   boundary="rest"):
@@ -138,9 +139,27 @@ def _check_within_limits(problem, theta, source):
 @dataclass
 class Sensitivity:
     """d(B theta*) with respect to the weights (N_d nv, m) and to start and goal
-    (N_d nv, start.size + goal.size), at one motion."""
+    (N_d nv, n_u = start.size + goal.size), at one motion; dtheta_w (n_c nv, m) and
+    dtheta_u (n_c nv, n_u) the same for the control points theta* (flattened i * nv + j)."""
     weights: np.ndarray
     boundary: np.ndarray
+    dtheta_w: np.ndarray
+    dtheta_u: np.ndarray
+
+    def predicted(self, problem, theta, dw, du):
+        """theta + dtheta_w dw + dtheta_u du (DD): the optimal motion for weights moved by
+        dw and start and goal by du to first order (the first Newton step from theta, with
+        its Hessian), for ``problem`` (whose start and goal are the moved ones); theta itself
+        where that motion leaves the joint limits (the active-set steps need a feasible
+        start)."""
+        step = self.dtheta_w @ dw + self.dtheta_u @ du
+        moved = dd_add(theta, step.reshape(theta.hi.shape))
+        q = problem.limit_values(moved)
+        n_nodes = len(problem.limit_times)
+        if np.any(q < np.tile(problem.lower, n_nodes)) or \
+                np.any(q > np.tile(problem.upper, n_nodes)):
+            return theta
+        return moved
 
 
 def sensitivity(trial, theta, w, evaluation=None):
@@ -148,10 +167,8 @@ def sensitivity(trial, theta, w, evaluation=None):
     (``evaluation``: a Newton evaluation at theta to reuse, e.g. DirectResult.evaluation)."""
     problem = trial.problem
     nv, n_c = problem.model.nv, problem.spline.n_control
-    dynamic = any(t.kind != "joint" for t in problem.terms)
-    ev = evaluation
-    if ev is None or ev.band is None or (dynamic and ev.band is ev.gauss_newton_band):
-        ev = problem.evaluate(theta, w, hessian="newton")
+    ev = problem.evaluate(theta, w, hessian="newton") if evaluation is None \
+        else evaluation.exact()
     free = problem.free_slice
     band = problem.layout.restrict(ev.band, free.start, free.stop)
     try:
@@ -169,7 +186,8 @@ def sensitivity(trial, theta, w, evaluation=None):
     dtheta_u = np.zeros((n_c * nv, selector.shape[1]))
     dtheta_u[fixed_idx] = selector
     dtheta_u[free] = -chol.solve(coupling @ selector)
-    return Sensitivity(_in_data_space(trial, dtheta_w), _in_data_space(trial, dtheta_u))
+    return Sensitivity(_in_data_space(trial, dtheta_w), _in_data_space(trial, dtheta_u),
+                       dtheta_w, dtheta_u)
 
 
 def _in_data_space(trial, dtheta):
@@ -291,7 +309,7 @@ def maximum_likelihood(trials, starts, *, noise=None, max_iterations=30,
     for iteration in range(1, max_iterations + 1):
         for t, (problem, _) in zip(trials, states):
             t.problem = problem
-        J_w, J_u, r = _jacobians(trials, [res for _, res in states], w)
+        J_w, J_u, r, sensitivities = _jacobians(trials, [res for _, res in states], w)
         J_eta = J_w @ (np.diag(w) - np.outer(w, w)) @ Z
         accepted = False
         while damping < 1e10:
@@ -299,7 +317,9 @@ def maximum_likelihood(trials, starts, *, noise=None, max_iterations=30,
             w_new = _softmax(_log_weights(w) + Z @ d_eta)
             new_bounds = [_moved(s, g, du) for (s, g), du in zip(bounds, d_u)]
             try:
-                new_states = _optimal_all(trials, w_new, new_bounds, thetas, options)
+                starts_k = _predicted(trials, sensitivities, thetas, w_new - w, new_bounds,
+                                      d_u)
+                new_states = _optimal_all(trials, w_new, new_bounds, starts_k, options)
                 new_rss = _rss(trials, [r.theta for _, r in new_states])
             except ValueError:
                 new_rss = np.inf
@@ -323,9 +343,9 @@ def maximum_likelihood(trials, starts, *, noise=None, max_iterations=30,
             break
     for t, (problem, _) in zip(trials, states):
         t.problem = problem
-    return _with_uncertainty(trials, w, thetas, rss, noise, iteration, status, history,
-                             starts[0], max(r.stationarity_rel for _, r in states),
-                             uncertainty)
+    return _with_uncertainty(trials, w, [r for _, r in states], rss, noise, iteration,
+                             status, history, starts[0],
+                             max(r.stationarity_rel for _, r in states), uncertainty)
 
 
 def _moved(start, goal, du):
@@ -336,6 +356,16 @@ def _moved(start, goal, du):
 
 def _optimal_all(trials, w, bounds, thetas, options):
     return [_optimal(t, w, s, g, th, options) for t, (s, g), th in zip(trials, bounds, thetas)]
+
+
+def _predicted(trials, sensitivities, thetas, dw, bounds, d_u):
+    """Per trial the start of its re-optimization: its optimal motion moved to first order
+    (:meth:`Sensitivity.predicted`) for the weights moved by dw and its start and goal to
+    ``bounds`` (by d_u). Measured on bench_noise_curve's problem, 5 seeds, against
+    starting at the optimal motion itself: at 0.1 deg 958 solver iterations against 1174,
+    0.74 against 0.85 s per trial; at 0.001 deg 104 against 109; the same weights."""
+    return [sens.predicted(t.problem.with_boundary(*bound), th, dw, du)
+            for t, sens, th, bound, du in zip(trials, sensitivities, thetas, bounds, d_u)]
 
 
 def _log_weights(w):
@@ -359,16 +389,16 @@ def _simplex_basis(m):
 
 
 def _jacobians(trials, motions, w):
-    """Per trial: d(B theta*)/dw (N nv, m), d/d(start, goal) (N nv, n_u), residual.
-    ``motions``: per trial a DD theta or a DirectResult (whose evaluation is reused)."""
-    J_w, J_u, r = [], [], []
+    """d(B theta*)/dw of all trials (sum N nv, m); per trial d/d(start, goal) (N nv, n_u),
+    the residual and the :class:`Sensitivity`. ``motions``: per trial a DD theta or a
+    DirectResult (whose evaluation is reused)."""
+    J_u, r, sensitivities = [], [], []
     for t, motion in zip(trials, motions):
         theta = getattr(motion, "theta", motion)
-        sens = sensitivity(t, theta, w, getattr(motion, "evaluation", None))
-        J_w.append(sens.weights)
-        J_u.append(sens.boundary)
+        sensitivities.append(sensitivity(t, theta, w, getattr(motion, "evaluation", None)))
+        J_u.append(sensitivities[-1].boundary)
         r.append(residual(t, theta))
-    return np.vstack(J_w), J_u, r
+    return np.vstack([s.weights for s in sensitivities]), J_u, r, sensitivities
 
 
 def _lm_step(Jw, J_u, r, damping):
@@ -401,10 +431,16 @@ def _lm_step(Jw, J_u, r, damping):
 def fisher_covariance(trials, thetas, w, sigma):
     """Covariance (m, m) of the weights from the Fisher information of the output-error
     model, nuisance start/goal profiled out, restricted to the simplex (Cramer-Rao bound
-    of the linearized model)."""
+    of the linearized model). ``thetas``: per trial the optimal motion for w, a DD or a
+    DirectResult (whose last evaluation is reused)."""
+    return _fisher(trials, thetas, w, sigma)[0]
+
+
+def _fisher(trials, motions, w, sigma):
+    """(:func:`fisher_covariance`, the trials' sensitivities)."""
     m = len(w)
     Z = _simplex_basis(m)
-    J_w, J_u, _ = _jacobians(trials, thetas, w)
+    J_w, J_u, _, sensitivities = _jacobians(trials, motions, w)
     Jw = J_w @ Z
     rows = np.cumsum([0] + [len(Ju) for Ju in J_u])
     info = Jw.T @ Jw
@@ -414,24 +450,27 @@ def fisher_covariance(trials, thetas, w, sigma):
         info -= W @ np.linalg.pinv(Ju.T @ Ju) @ W.T
     info /= sigma ** 2
     cov_z = np.linalg.pinv(info, rcond=1e-14, hermitian=True)
-    return Z @ cov_z @ Z.T
+    return Z @ cov_z @ Z.T, sensitivities
 
 
-def _with_uncertainty(trials, w, thetas, rss, noise, iterations, status, history, w0,
+def _with_uncertainty(trials, w, motions, rss, noise, iterations, status, history, w0,
                       stationarity, uncertainty=True):
+    """The :class:`Estimate` at the weights w; ``motions``: per trial the optimal motion for
+    w, a DirectResult (or a DD)."""
+    thetas = [getattr(motion, "theta", motion) for motion in motions]
     n_obs = sum(t.q.size for t in trials)
     n_params = len(w) - 1 + sum(t.problem.start.size + t.problem.goal.size for t in trials)
     if noise is not None:
         sigma, method = float(noise), "given"
     else:
         sigma, method = float(np.sqrt(rss / max(n_obs - n_params, 1))), "residual"
-    cov = fisher_covariance(trials, thetas, w, sigma) if uncertainty \
-        else np.zeros((len(w), len(w)))
+    cov, sensitivities = _fisher(trials, motions, w, sigma) if uncertainty \
+        else (np.zeros((len(w), len(w))), None)
     std = np.sqrt(np.maximum(np.diag(cov), 0.0))
     if uncertainty and np.any(std > LINEARIZATION_LIMIT * np.maximum(w, 1e-300)):
         # the weights share the simplex: one weakly determined weight makes the others'
         # local bounds unreliable too (measured: 0.34-0.52 of the truth's for the largest)
-        std = np.maximum(std, _region_std(trials, thetas, w, cov, sigma))
+        std = np.maximum(std, _region_std(trials, thetas, w, cov, sigma, sensitivities))
     ci = np.stack([np.maximum(w - Z95 * std, 0.0), np.minimum(w + Z95 * std, 1.0)], axis=1)
     names = tuple(t.name for t in trials[0].problem.terms)
     undetermined = [n for n, wi, si in zip(names, w, std) if Z95 * si >= wi]
@@ -441,7 +480,7 @@ def _with_uncertainty(trials, w, thetas, rss, noise, iterations, status, history
                     undetermined=undetermined, history=history, stationarity=stationarity)
 
 
-def _region_std(trials, thetas, w, cov, sigma,
+def _region_std(trials, thetas, w, cov, sigma, sensitivities,
                 options=SolverOptions(tolerance=1e-8, acceptable=1e-6, max_iterations=100,
                                       start_mode="newton")):
     """Largest Fisher standard deviations over the ends of the 95 % ellipsoid's principal
@@ -449,7 +488,8 @@ def _region_std(trials, thetas, w, cov, sigma,
     one weight by +- 1.96 std_i with the others rescaled (all kept inside the simplex):
     where the information varies
     across the region, the bound at the estimate alone can be optimistic about the
-    truth's."""
+    truth's. Each re-optimization starts from the estimate's motions moved to first order
+    (``sensitivities``, at the estimate)."""
     out = np.zeros(len(w))
     values, vectors = np.linalg.eigh(cov)
     points = [_inside_simplex(w, sign * Z95 * np.sqrt(v) * u)
@@ -463,9 +503,12 @@ def _region_std(trials, thetas, w, cov, sigma,
     points += [_softmax(_log_weights(w) + sign * Z95 * np.sqrt(v) * u)
                for v, u in zip(values, vectors.T) if v > 0 for sign in (-1.0, 1.0)]
     points.append(np.full(len(w), 1.0 / len(w)))
+    bounds = [(t.problem.start, t.problem.goal) for t in trials]
+    no_move = [np.zeros(2 * t.problem.model.nv) for t in trials]
     for wk in points:
-        moved = [_optimal(t, wk, t.problem.start, t.problem.goal, th, options)[1].theta
-                 for t, th in zip(trials, thetas)]
+        starts = _predicted(trials, sensitivities, thetas, wk - w, bounds, no_move)
+        moved = [_optimal(t, wk, t.problem.start, t.problem.goal, th, options)[1]
+                 for t, th in zip(trials, starts)]
         cov_k = fisher_covariance(trials, moved, wk, sigma)
         out = np.maximum(out, np.sqrt(np.maximum(np.diag(cov_k), 0.0)))
     return out
@@ -524,7 +567,7 @@ def kkt_stationarity(problem, theta, w):
     from ioc.direct import _Limits, _stationarity
     ev = problem.evaluate(theta, w)
     stat, _, _ = _stationarity(problem, ev, w, _Limits(problem, theta), SolverOptions())
-    return stat
+    return stat[:2]
 
 
 @single_threaded_blas

@@ -29,22 +29,19 @@ Joint limits lower <= q_j(t_c) <= upper are imposed at the N uniform nodes t_c o
 inclusive (the samples of ``trajectory.csv``); between nodes the spline is not checked.
 """
 import copy
-import os
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from numbers import Integral, Real
+from dataclasses import dataclass, replace
+from numbers import Real
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 
 import cmtm
 from cmtm.api import check_model, reserve
-from ioc.banded import BandLayout, chain_gradient, chain_hessian_blocks
+from ioc.banded import BandLayout, SplineChain
 from ioc.bspline import DD, ClampedBSpline, check_int, dd_add
 from ioc.choices import BOUNDARY_MODES, CONSTRAINT_MODES, INTEGRATION_RULES
-from ioc.costs import (JACOBIAN_SOURCES, engine_bytes, parse_terms, stack_orders,
-                       term_values)
+from ioc.costs import (JACOBIAN_SOURCES, engine_bytes, engine_order, parse_terms,
+                       stack_orders, term_values)
 
 POSITION_BOUND = 1e6
 """Joint positions (start, goal, control points) are refused beyond +-1e6 rad or m: far
@@ -54,8 +51,11 @@ DURATION_RANGE = (1e-3, 1e6)
 like T^-r, and far outside this range float64 overflows in the knot and derivative
 arithmetic."""
 FD_STACK_STEP = 1.5e-8
-"""Relative step of the forward differences of stack gradients (Newton Hessian): about
-eps**(1/2), balancing truncation and round-off."""
+"""Relative step of the forward differences of the terms' vector-Jacobian products (the
+Newton Hessian's second-order part): about eps**(1/2), balancing truncation and round-off."""
+CURVATURE_BYTES = 8 * 2**20
+"""Bytes of term Jacobians per engine call of those differences: the perturbed samples of
+several directions share a call (fewer calls) while their Jacobians stay cache-sized."""
 
 
 @dataclass(frozen=True)
@@ -214,12 +214,21 @@ class MotionProblem:
         self.quadrature = make_quadrature(self.spline, integration, self.samples)
         n_free_min = self.spline.n_control - (n_fixed if constraints == "exact" else 0)
         self.first, self.basis = self.spline.local_basis(self.quadrature.times, self.K - 1)
+        self.chain = SplineChain(self.first, self.basis, self.spline.n_control, nv)
+        self._gross_chain = abs(self.chain.gradient_matrix)
+        self.nonlinear = tuple(i for i, term in enumerate(self.terms) if term.kind != "joint")
+        self._linear_bands, self._selector_cache = {}, None
         self.limit_times = np.linspace(0.0, self.spline.duration, self.samples)
         self.layout = BandLayout(self.spline.n_control, p, nv)
         fixed = self.rest_order + 1 if constraints == "exact" else 0
         self.free_rows = (fixed, self.spline.n_control - fixed)
         self.n_free = n_free_min * nv
         self._limit_matrix = self._limit_rows()
+        self._limit_constraints = None
+        u = self.spline.knots
+        greville = np.array([u[i + 1:i + p + 1].mean() for i in range(self.spline.n_control)])
+        s = greville / self.spline.duration
+        self._minimum_jerk = s ** 3 * (10 - 15 * s + 6 * s ** 2)
 
     def _check_size(self, degree, control_points):
         """ValueError before anything is allocated when one evaluation would not fit in the
@@ -308,13 +317,11 @@ class MotionProblem:
     def initial_theta(self):
         """A feasible start: control points on the minimum-jerk profile between start and
         goal at the Greville abscissae (fixed rows exactly start and goal)."""
-        p, n_c = self.spline.degree, self.spline.n_control
-        u = self.spline.knots
-        greville = np.array([u[i + 1:i + p + 1].mean() for i in range(n_c)]) / self.spline.duration
-        s = greville ** 3 * (10 - 15 * greville + 6 * greville ** 2)
+        n_c = self.spline.n_control
         (start, goal), (first_rows, last_rows) = \
             (stack[0] for stack in self.boundary_stacks()), self._end_rows
-        theta = np.clip(start + s[:, None] * (goal - start), self.lower, self.upper)
+        theta = np.clip(start + self._minimum_jerk[:, None] * (goal - start), self.lower,
+                        self.upper)
         theta[:self.rest_order + 1] = first_rows
         theta[n_c - self.rest_order - 1:] = last_rows
         return DD.of(theta)
@@ -348,6 +355,27 @@ class MotionProblem:
         """q(t_c) at the limit nodes, (n_nodes, nv), from the double-double control points."""
         return self.spline.evaluate(theta, self.limit_times, 0)[:, 0, :]
 
+    def limit_values(self, theta):
+        """q(t_c) at the limit nodes, flattened node-major (n_nodes * nv,), in float64 (the
+        active-set steps' slacks; positions need no double-double)."""
+        return self._limit_matrix @ theta.value().ravel()
+
+    def limit_constraints(self):
+        """(rows, signs, A, bounds) of the finite limits as a_k^T dx <= b_k = bound_k -
+        sign_k q_rows[k]: rows into :meth:`limit_values`, upper bounds first (sign +1), then
+        lower ones (sign -1, bound -lower); A (n_rows, n_free) sparse, a_k = sign_k d q / dx.
+        Built on first use and kept (they do not depend on the iterate)."""
+        if self._limit_constraints is None:
+            n_nodes = len(self.limit_times)
+            upper, lower = np.tile(self.upper, n_nodes), np.tile(self.lower, n_nodes)
+            up, lo = np.flatnonzero(np.isfinite(upper)), np.flatnonzero(np.isfinite(lower))
+            rows = np.concatenate([up, lo])
+            sign = np.concatenate([np.ones(len(up)), -np.ones(len(lo))])
+            A = self.limit_matrix_free()
+            A = A[rows].multiply(sign[:, None]).tocsr() if len(rows) else A[:0]
+            self._limit_constraints = rows, sign, A, np.concatenate([upper[up], -lower[lo]])
+        return self._limit_constraints
+
     def limit_matrix_free(self):
         """d q(t_c) / d x over the free variables: sparse (n_nodes * nv, n_free)."""
         return self._limit_matrix[:, self.free_slice]
@@ -361,7 +389,7 @@ class MotionProblem:
     def cost(self, theta, weights):
         """The weighted cost alone (no Jacobian pass): line searches."""
         weights = np.asarray(weights, dtype=float)
-        values = term_values(self.model, self.terms, self.stack(theta), jacobians=False)
+        values = self._values(self.stack(theta), jacobians=False)
         omega = self.quadrature.weights
         cost = sum(w * 0.5 * np.sum(omega * np.sum(y * y, axis=1))
                    for w, (y, _) in zip(weights, values))
@@ -372,87 +400,218 @@ class MotionProblem:
     def evaluate(self, theta, weights, hessian=None):
         """Costs, gradients and optionally the Hessian at ``theta``.
 
-        hessian : None, "gauss_newton" (sum_m omega_m Jy^T Jy, cmtm_math §10) or
-            "newton" (exact up to forward differences of the link and torque terms' stack
-            gradients, all samples perturbed at once since samples are independent).
+        hessian : None, "gauss_newton" (sum_m omega_m Jy^T Jy, cmtm_math §10) or "newton"
+            (the Gauss-Newton matrix plus the second-order part of the link and torque
+            terms, :meth:`_curvature`).
         Returns an :class:`Evaluation`; its ``band`` covers all control points.
         """
         weights = np.asarray(weights, dtype=float)
         q_stack = self.stack(theta)
-        values = term_values(self.model, self.terms, q_stack, source=self.jacobians)
+        values = self._values(q_stack)
         omega = self.quadrature.weights
         costs = np.array([0.5 * np.sum(omega * np.sum(y * y, axis=1)) for y, _ in values])
-        stack_grads = [np.einsum("m,mdsj,md->msj", omega, Jy, y) for y, Jy in values]
-        n_c = self.spline.n_control
-        grads = np.array([chain_gradient(self.first, self.basis, g, n_c) for g in stack_grads])
+        stack_grads = np.zeros(q_stack.shape[:2] + (len(values), q_stack.shape[2]))
+        for i, (y, Jy) in enumerate(values):
+            gs = _stack_gradient(omega, y, Jy)
+            stack_grads[:, :gs.shape[1], i] = gs
+        grads = np.moveaxis(self.chain.gradient(stack_grads), 1, 0)
         gradient = np.tensordot(weights, grads, axes=1)
-        gross = sum(w * chain_gradient(self.first, np.abs(self.basis), np.abs(g), n_c)
-                    for w, g in zip(weights, stack_grads))
-        bands = []
-        if hessian is not None:
-            for G in self._stack_hessians(q_stack, values, stack_grads, weights,
-                                          hessian == "newton"):
-                if G is not None:
-                    bands.append(self.layout.assemble(self.first,
-                                                      chain_hessian_blocks(self.basis, G)))
+        gross = self._gross_chain @ np.einsum("i,msij->msj", weights, np.abs(stack_grads)
+                                              ).reshape(-1, self.model.nv)
         penalty_cost = 0.0
         if self.constraints == "penalty":
-            penalty_cost = self._add_penalties(theta, weights, gradient, bands)
+            penalty_cost = self._add_penalties(theta, weights, gradient, [])
         return Evaluation(costs=costs, grads=grads, gradient=gradient,
-                          cost=float(weights @ costs) + penalty_cost,
-                          band=bands[-1] if bands else None,
-                          gauss_newton_band=bands[0] if bands else None, q_stack=q_stack,
-                          gross_gradient=gross)
+                          cost=float(weights @ costs) + penalty_cost, q_stack=q_stack,
+                          gross_gradient=gross.reshape(gradient.shape), hessian=hessian,
+                          exact_hessian=hessian == "newton"
+                          or (hessian is not None and not self.nonlinear),
+                          inputs=(self, theta, values, weights))
 
-    def _stack_hessians(self, q_stack, values, stack_grads, weights, newton):
-        """Gauss-Newton stack Hessians sum_i w_i omega_m Jy^T Jy, (N, K, nv, K, nv), and with
-        ``newton`` also the Newton one, where the link and torque terms' part is replaced
-        by central differences of their stack gradients (None otherwise)."""
-        N, K, nv = q_stack.shape
+    def _values(self, q_stack, jacobians=True):
+        """(y (N, d), Jy) of every term at the stack: the link and torque terms' from the
+        engine (``ioc.costs.term_values``, Jy (N, d, Kd, nv) over the orders they depend on,
+        ``engine_orders``); the joint terms' from their selectors (Jy (d, K, nv), the same
+        at every node: :meth:`_selectors`)."""
+        values = [None] * len(self.terms)
+        if self.nonlinear:
+            engine = term_values(self.model, [self.terms[i] for i in self.nonlinear],
+                                 q_stack[:, :self.engine_orders], jacobians=jacobians,
+                                 source=self.jacobians)
+            for i, value in zip(self.nonlinear, engine):
+                values[i] = value
+        flat = q_stack.reshape(q_stack.shape[0], -1)
+        for i, S in self._selectors().items():
+            values[i] = flat @ S.reshape(len(S), -1).T, S if jacobians else None
+        return values
+
+    def _selectors(self):
+        """{term index: Jy (d, K, nv)} of the joint terms, whose y is a selection of stack
+        entries (the same Jy at every node); made on first use and kept."""
+        if self._selector_cache is None:
+            linear = [i for i in range(len(self.terms)) if i not in self.nonlinear]
+            zero = np.zeros((1, self.K, self.model.nv))
+            values = term_values(self.model, [self.terms[i] for i in linear], zero)
+            self._selector_cache = {i: Jy[0] for i, (_, Jy) in zip(linear, values)}
+        return self._selector_cache
+
+    def _hessians(self, kind, theta, q_stack, values, weights, curvature=None):
+        """(the Hessian of ``kind``, the Gauss-Newton one or a _Deferred of it, the stack
+        curvature used or None) in band storage over all control points, penalties
+        included (:meth:`evaluate`); ``curvature``: a second-order part to use instead of
+        :meth:`_curvature`'s differences."""
+        linear = self._linear_hessian(weights)
+        band, gauss_newton = None, linear
+        if self.nonlinear:
+            G = self._gauss_newton_stack(values, weights)
+            if kind == "newton":
+                if curvature is None:
+                    curvature = self._curvature(q_stack, values, weights)
+                band = self.chain.hessian(G + curvature, out=linear.copy())
+                gauss_newton = _Deferred(self.chain.hessian, G, linear)
+            else:
+                self.chain.hessian(G, out=linear)
+        if self.constraints == "penalty":
+            self._add_penalties(theta, weights, None,
+                                [b for b in (band, linear) if b is not None])
+        return gauss_newton if band is None else band, gauss_newton, curvature
+
+    @property
+    def engine_orders(self):
+        """Kd: the raw orders q .. q^(Kd-1) the link and torque terms depend on (0: none)."""
+        return 1 + max((self.terms[i].top_order for i in self.nonlinear), default=-1)
+
+    def _linear_hessian(self, weights):
+        """sum_i w_i H_i over the joint terms (band over all control points): each
+        H_i = sum_m omega_m B_m^T Jy_i^T Jy_i B_m is constant (Jy_i selects stack entries),
+        chained once per term and kept."""
+        band = np.zeros((self.layout.u + 1, self.layout.size))
+        for i, term in enumerate(self.terms):
+            if i not in self.nonlinear and weights[i] != 0.0:
+                if i not in self._linear_bands:
+                    self._linear_bands[i] = self._linear_band(i)
+                band += weights[i] * self._linear_bands[i]
+        return band
+
+    def _linear_band(self, index):
+        """H_i of the joint term ``index``: its selector Jy (d, K, nv) is the same at every
+        node, so the stack Hessians are omega_m P, P = Jy^T Jy (K, K, nv, nv), and the
+        blocks are those of the node weights alone (one per (s, t)) contracted with P."""
+        N, K, nv = len(self.quadrature.times), self.K, self.model.nv
+        S = self._selectors()[index]
+        P = np.einsum("dsj,dtk->stjk", S, S).reshape(K * K, nv * nv)
+        nodes = np.zeros((N, K * K, K * K))
+        nodes[:, np.arange(K * K), np.arange(K * K)] = self.quadrature.weights[:, None]
+        Q = self.chain.hessian_blocks(nodes.reshape(N, K, K, K * K))
+        return self.chain.band(Q @ P)
+
+    def _gauss_newton_stack(self, values, weights):
+        """sum_i w_i omega_m Jy_i^T Jy_i over the link and torque terms, (N, Kd, Kd, nv, nv)
+        (order axes first, as ``SplineChain.hessian`` takes them)."""
+        Kd, nv = self.engine_orders, self.model.nv
         omega = self.quadrature.weights
-        dynamic = [i for i, t in enumerate(self.terms) if t.kind != "joint"]
-        G_joint, G_dynamic = np.zeros((N, K * nv, K * nv)), np.zeros((N, K * nv, K * nv))
-        for i, (y, Jy) in enumerate(values):
-            J2 = Jy.reshape(N, Jy.shape[1], K * nv)
-            target = G_dynamic if i in dynamic else G_joint
-            target += weights[i] * np.einsum("m,mda,mdb->mab", omega, J2, J2)
-        shape = (N, K, nv, K, nv)
-        gauss_newton = (G_joint + G_dynamic).reshape(shape)
-        if not (newton and dynamic):
-            return gauss_newton, None
-        base = sum(weights[i] * stack_grads[i].reshape(N, K * nv) for i in dynamic)
-        fd = self._fd_stack_hessian(q_stack, [self.terms[i] for i in dynamic],
-                                    weights[dynamic], base)
-        return gauss_newton, (G_joint + fd).reshape(shape)
+        A = np.concatenate([np.sqrt(weights[i] * omega)[:, None, None]
+                            * values[i][1][:, :, :Kd].reshape(len(omega), -1, Kd * nv)
+                            for i in self.nonlinear], axis=1)
+        return np.ascontiguousarray(_orders_first(np.matmul(A.transpose(0, 2, 1), A), Kd, nv))
 
-    def _fd_stack_hessian(self, q_stack, terms, weights, base):
-        """Forward differences of sum_i w_i omega_m Jy_i^T y_i (``base`` (N, K nv) at
-        q_stack) over each stack entry, all samples at once (samples are independent),
-        the K nv perturbations on a thread pool (the engine's kernels release the GIL).
-        Step sqrt(eps) * scale: the Hessian is right to ~1e-8 relative, which is all the
-        Newton polish needs (its accuracy sets the convergence rate, not the optimum)."""
-        N, K, nv = q_stack.shape
+    def _curvature(self, q_stack, values, weights):
+        """The second-order part sum_i w_i omega_m sum_d y_id Hess(y_id) of the link and torque
+        terms' stack Hessians, (N, Kd, Kd, nv, nv), by forward differences of the frozen
+        vector-Jacobian product g(s) = sum_i Jy_i(s)^T lambda_i, lambda_i = w_i omega_m y_i at
+        the current stack, along the stack entries q^(o)_j (every sample perturbed at once:
+        samples are independent; several directions share an engine call).
+
+        Only the orders o <= L/2 are differenced, L the terms' highest input order: y^(r)
+        is a polynomial in q', q'', ... with coefficients that depend on q, each monomial of
+        weight (the sum of its derivative orders) at most L (y = tau has M(q) q'' and
+        q'^T Gamma(q) q', weight 2, nu = J(q) q' weight 1, and a time derivative raises
+        every weight by one). A second derivative in q^(a) and q^(b), a, b >= 1, needs a
+        monomial holding both, so it vanishes unless a + b <= L: every other block is the
+        transpose of one in a differenced column, or zero.
+
+        Where L <= 2 and every term with L = 2 is a torque tau or the rate y' of a velocity
+        y = J(q) q' (a link twist, a point velocity), only q is differenced: the (q', q')
+        block, the one block left, follows from the (q'', q) block X by the identity
+        X + X^T - V. For y' = J q'' + sum_k (d_k J) q'_k q', lambda . y' has the q'' part
+        (J^T lambda) and the q' quadratic form A_jk = sum_d lambda_d d_k J_dj = X_jk,
+        Hessian A + A^T. For tau with c_i = sum_jk Gamma_ijk q'_j q'_k, Gamma_ijk =
+        (d_k M_ij + d_j M_ik - d_i M_jk) / 2, it is D + D^T - E with D = X = d(M lambda)/dq
+        and E_jk = sum_i lambda_i d_i M_jk, and V = dc/dq' at q' = lambda is E + D - D^T,
+        so the block is 2 D - V, symmetrized D + D^T - sym(V) (:meth:`_coriolis_rate`;
+        the terms' blocks add). Step FD_STACK_STEP * max(1, |q^(o)_j|) per sample: the
+        part is right to ~1e-8 relative, which sets the rate of the Newton steps near the
+        optimum, not the optimum."""
+        N, nv, Kd = q_stack.shape[0], self.model.nv, self.engine_orders
+        O = (Kd - 1) // 2 + 1                       # column orders 0 .. O-1
+        identity = O == 2 and all(self.terms[i].top_order <= 2 and (
+            self.terms[i].kind in ("link", "point") or self.terms[i].derivative == 0)
+            for i in self.nonlinear)
+        differenced = 1 if identity else O
+        terms = [self.terms[i] for i in self.nonlinear]
         omega = self.quadrature.weights
-        top = 1 + max(t.top_order for t in terms)
+        lambdas = [weights[i] * omega[:, None] * values[i][0] for i in self.nonlinear]
+        vjps = [_vjp(lam, values[i][1][:, :, :Kd]) for lam, i in zip(lambdas, self.nonlinear)]
+        base = sum(vjps)
+        stack = q_stack[:, :Kd]
+        steps = FD_STACK_STEP * np.maximum(1.0, np.abs(stack[:, :O]))       # (N, O, nv)
+        columns = np.zeros((N, Kd, O, nv, nv))      # S[m, t, o, k, j], orders first
+        for group in self._direction_groups(differenced * nv, values):
+            perturbed = np.repeat(stack[None], len(group), axis=0)
+            for e, entry in enumerate(group):
+                o, j = divmod(entry, nv)
+                perturbed[e, :, o, j] += steps[:, o, j]
+            moved = term_values(self.model, terms, perturbed.reshape(-1, Kd, nv),
+                                source=self.jacobians, values=False)
+            g = sum(_vjp(np.tile(lam, (len(group), 1)), Jy)
+                    for lam, (_, Jy) in zip(lambdas, moved)).reshape(len(group), N, Kd, nv)
+            for e, entry in enumerate(group):
+                o, j = divmod(entry, nv)
+                columns[:, :, o, :, j] = (g[e] - base) / steps[:, o, j, None, None]
+        if identity:
+            torques = [k for k, i in enumerate(self.nonlinear)
+                       if self.terms[i].kind == "torque"]
+            X = columns[:, 2, 0]
+            columns[:, 1, 1] = X + X.transpose(0, 2, 1)
+            if torques:
+                whole = all(lambdas[k].shape[1] == nv for k in torques)
+                lam = sum(lambdas[k] for k in torques) if whole else None
+                columns[:, 1, 1] -= self._coriolis_rate(stack[:, 0], lam,
+                                                        sum(vjps[k] for k in torques)[:, 2])
+            columns[:, 0, 1] = columns[:, 1, 0].transpose(0, 2, 1)
+        S = np.zeros((N, Kd, Kd, nv, nv))
+        S[:, :O, :O] = 0.5 * (columns[:, :O] + columns[:, :O].transpose(0, 2, 1, 4, 3))
+        S[:, O:, :O] = columns[:, O:]
+        S[:, :O, O:] = columns[:, O:].transpose(0, 2, 1, 4, 3)
+        return S
 
-        def column(entry):
-            numba.set_num_threads(1)   # per pool thread: the pool already uses every core
-            s, j = divmod(entry, nv)
-            h = FD_STACK_STEP * max(1.0, float(np.max(np.abs(q_stack[:, s, j]))))
-            plus = q_stack.copy()
-            plus[:, s, j] += h
-            total = np.zeros((N, K * nv))
-            for w, (y, Jy) in zip(weights, term_values(self.model, terms, plus,
-                                                       source=self.jacobians)):
-                total += w * np.einsum("m,mda,md->ma", omega,
-                                       Jy.reshape(N, Jy.shape[1], K * nv), y)
-            return (total - base) / h
+    def _coriolis_rate(self, q, lam, M_lam):
+        """V = dc/dq' (N, nv, nv) at q' = lambda for the torques tau = M(q) q'' + c(q, q')
+        + g(q): lambda = sum_i P_i^T lambda_i over the torque terms y_i = P_i tau, given
+        as ``lam`` (N, nv) where every term keeps every joint (P_i = E), else solved from
+        M_lam = M lambda (N, nv), the q'' part of their vector-Jacobian product
+        sum_i (P_i M)^T lambda_i, with M = d tau / dq'' at (q, 0, 0). V at (q, lambda, 0):
+        engine torque Jacobians of the order the terms share (no other kernel to
+        compile); see :meth:`_curvature` for its use."""
+        k = engine_order([self.terms[i] for i in self.nonlinear])
+        stack = np.zeros((len(q), k + 3, self.model.nv))
+        stack[:, 0] = q
 
-        H = np.zeros((N, K * nv, K * nv))
-        with ThreadPoolExecutor(max_workers=min(os.cpu_count() or 1, top * nv)) as pool:
-            for entry, col in enumerate(pool.map(column, range(top * nv))):
-                H[:, :, entry] = col
-        return 0.5 * (H + H.transpose(0, 2, 1))
+        def torque_jacobian():
+            return JACOBIAN_SOURCES[self.jacobians](self.model, stack, ("joint_torque",),
+                                                    order=k)["joint_torque"][:, 0]
+        if lam is None:
+            M = torque_jacobian()[:, :, 2, :]
+            lam = np.linalg.solve(M, M_lam[..., None])[..., 0]
+        stack[:, 1] = lam
+        return torque_jacobian()[:, :, 1, :]
+
+    def _direction_groups(self, n_directions, values):
+        """The difference directions in groups whose perturbed samples' term Jacobians (and
+        the engine's, about as large) take at most CURVATURE_BYTES."""
+        per_direction = 2 * sum(values[i][1].nbytes for i in self.nonlinear)
+        size = max(1, CURVATURE_BYTES // max(per_direction, 1))
+        return [range(a, min(a + size, n_directions)) for a in range(0, n_directions, size)]
 
     def _add_penalties(self, theta, weights, gradient, bands):
         """Penalty terms of ``constraints="penalty"`` (boundary conditions; limit violations)
@@ -460,17 +619,17 @@ class MotionProblem:
         rho = self.penalty * float(np.sum(weights))
         R, nv = self.rest_order, self.model.nv
         ends = np.array([0.0, self.spline.duration])
-        first, values = self.spline.local_basis(ends, R)
+        chain = SplineChain(*self.spline.local_basis(ends, R), self.spline.n_control, nv)
         stack = self.spline.evaluate(theta, ends, R)
         residual = stack - np.array(self.boundary_stacks())
         cost = 0.5 * rho * float(np.sum(residual ** 2))
         if gradient is not None:
-            gradient += chain_gradient(first, values, rho * residual, self.spline.n_control)
-        G = np.zeros((2, R + 1, nv, R + 1, nv))
+            gradient += chain.gradient(rho * residual)
+        G = np.zeros((2, R + 1, R + 1, nv, nv))
         for r in range(R + 1):
-            G[:, r, np.arange(nv), r, np.arange(nv)] = rho
+            G[:, r, r, np.arange(nv), np.arange(nv)] = rho
         for band in bands:
-            self.layout.assemble(first, chain_hessian_blocks(values, G), out=band)
+            chain.hessian(G, out=band)
         if self.has_limits:
             cost += self._add_limit_penalty(theta, rho, gradient, bands)
         return cost
@@ -488,6 +647,38 @@ class MotionProblem:
             for band in bands:
                 _add_dense_to_band(band, dense, self.layout.u)
         return 0.5 * rho * float(flat @ flat)
+
+
+def _stack_gradient(omega, y, Jy):
+    """omega_m Jy_m^T y_m (N, K, nv): the gradient of 1/2 sum_m omega_m |y_m|^2 with respect to
+    the stack at each node (Jy (N, d, K, nv), or (d, K, nv) the same at every node)."""
+    if Jy.ndim == 3:
+        return ((omega[:, None] * y) @ Jy.reshape(len(Jy), -1)).reshape((len(y),) + Jy.shape[1:])
+    return _vjp(omega[:, None] * y, Jy)
+
+
+def _vjp(lam, Jy):
+    """lam_m^T Jy_m (N, K, nv) for lam (N, d) and Jy (N, d, K, nv)."""
+    N, d = lam.shape
+    return np.matmul(lam[:, None, :], Jy.reshape(N, d, -1)).reshape((N,) + Jy.shape[2:])
+
+
+def _orders_first(G, K, nv):
+    """Stack Hessians (N, K nv, K nv) as (N, K, K, nv, nv), the order axes first."""
+    return G.reshape(-1, K, nv, K, nv).transpose(0, 1, 3, 2, 4)
+
+
+class _Deferred:
+    """A value computed on first use: ``function(*args)``."""
+
+    def __init__(self, function, *args):
+        self._call = (function, args)
+
+    def get(self):
+        if self._call is not None:
+            function, args = self._call
+            self._value, self._call = function(*args), None
+        return self._value
 
 
 def check_problem(problem):
@@ -528,17 +719,62 @@ class Evaluation:
     """Everything :meth:`MotionProblem.evaluate` computes at one iterate.
 
     costs (n_terms,) raw sub-costs; grads (n_terms, n_c, nv) their gradients; gradient
-    (n_c, nv) the weighted total with penalties; cost the weighted total; band the Hessian
-    asked for and gauss_newton_band the Gauss-Newton one (upper band storage over all
-    control points; the same array unless Newton was asked) or None; q_stack (N, K, nv);
-    gross_gradient (n_c, nv) sum_i w_i sum_m |B_m|^T |gs_im|, the size of what the gradient
-    sums (its rounding scale).
+    (n_c, nv) the weighted total with penalties; cost the weighted total; q_stack
+    (N, K, nv); gross_gradient (n_c, nv) sum_i w_i sum_m |B_m|^T |gs_im|, the size of what
+    the gradient sums (its rounding scale). ``band`` is the Hessian asked for (``hessian``:
+    upper band storage over all control points) or None, ``gauss_newton_band`` the
+    Gauss-Newton one (the same array unless Newton was asked) and ``curvature`` the stack
+    second-order part in it (MotionProblem._curvature); all computed on first use (a line
+    search evaluates iterates it may reject) from ``inputs``. exact_hessian: ``band`` is the
+    Newton Hessian (asked for, or Gauss-Newton's where every term is a joint term).
     """
     costs: np.ndarray
     grads: np.ndarray
     gradient: np.ndarray
     cost: float
-    band: object
-    gauss_newton_band: object
     q_stack: np.ndarray
     gross_gradient: np.ndarray
+    hessian: str = None
+    exact_hessian: bool = False
+    inputs: tuple = None
+    _hessians: tuple = None
+    _curvature: object = None
+
+    def _built(self):
+        if self._hessians is None:
+            problem, theta, values, weights = self.inputs
+            self._hessians = problem._hessians(self.hessian, theta, self.q_stack, values,
+                                               weights, self._curvature)
+        return self._hessians
+
+    @property
+    def band(self):
+        return None if self.hessian is None else self._built()[0]
+
+    @property
+    def gauss_newton_band(self):
+        if self.hessian is None:
+            return None
+        gauss_newton = self._built()[1]
+        return gauss_newton.get() if isinstance(gauss_newton, _Deferred) else gauss_newton
+
+    @property
+    def curvature(self):
+        return None if self.hessian is None else self._built()[2]
+
+    def reuse_curvature(self, other):
+        """Build the Newton Hessian with ``other``'s second-order part instead of new
+        differences (an iterate close to other's, where the steps converge fast: the
+        difference sets the rate, as an inexact Hessian does, not the optimum); the band
+        is then no longer exact (:meth:`exact`)."""
+        if self._hessians is None and self.hessian == "newton":
+            self._curvature = other.curvature
+            self.exact_hessian = False
+
+    def exact(self):
+        """This evaluation with the exact Newton Hessian (itself if it has it; else the same
+        values and gradients, the Hessian built anew on first use)."""
+        if self.exact_hessian:
+            return self
+        return replace(self, hessian="newton", exact_hessian=True, _hessians=None,
+                       _curvature=None)

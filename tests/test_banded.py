@@ -2,8 +2,7 @@
 import numpy as np
 import pytest
 
-from ioc.banded import (BandedCholesky, BandLayout, band_matvec, band_to_dense,
-                        chain_gradient, chain_hessian_blocks)
+from ioc.banded import BandedCholesky, BandLayout, SplineChain, band_matvec, band_to_dense
 
 
 def random_local_problem(rng, n_samples=17, n_control=9, degree=3, nv=2, K=3):
@@ -23,23 +22,31 @@ def dense_chain_matrix(first, values, n_control, nv):
     return B.reshape(N, K * nv, n_control * nv)
 
 
-def test_chain_gradient_and_band_assembly_match_dense_products():
+def orders_first(G, K, nv):
+    return G.reshape(-1, K, nv, K, nv).transpose(0, 1, 3, 2, 4)
+
+
+@pytest.mark.parametrize("Kc", [3, 2])
+def test_spline_chain_gradient_and_hessian_match_dense_products(Kc):
     rng = np.random.default_rng(1)
     n_control, degree, nv, K = 9, 3, 2, 3
     first, values = random_local_problem(rng, n_control=n_control, degree=degree, nv=nv, K=K)
     N = len(first)
+    chain = SplineChain(first, values, n_control, nv)
     B = dense_chain_matrix(first, values, n_control, nv)
     gs = rng.normal(size=(N, K, nv))
     expected = np.einsum("mab,ma->b", B, gs.reshape(N, -1)).reshape(n_control, nv)
     # exact products of O(1) numbers: round-off only
-    assert np.allclose(chain_gradient(first, values, gs, n_control), expected, rtol=0, atol=1e-12)
+    assert np.allclose(chain.gradient(gs), expected, rtol=0, atol=1e-12)
+    several = rng.normal(size=(N, K, 4, nv))         # trailing axes carried through
+    assert np.allclose(chain.gradient(several)[:, 1], chain.gradient(several[:, :, 1]),
+                       rtol=0, atol=1e-12)
 
-    root = rng.normal(size=(N, K * nv, K * nv))
+    root = rng.normal(size=(N, Kc * nv, Kc * nv))
     G = np.einsum("mab,mcb->mac", root, root)           # symmetric PSD stack Hessians
-    blocks = chain_hessian_blocks(values, G.reshape(N, K, nv, K, nv))
-    layout = BandLayout(n_control, degree, nv)
-    dense = band_to_dense(layout.assemble(first, blocks))
-    expected = np.einsum("mab,mac,mcd->bd", B, G, B)
+    Bc = B.reshape(N, K, nv, -1)[:, :Kc].reshape(N, Kc * nv, -1)
+    expected = np.einsum("mab,mac,mcd->bd", Bc, G, Bc)
+    dense = band_to_dense(chain.hessian(orders_first(G, Kc, nv)))
     assert np.allclose(dense, expected, rtol=0, atol=1e-10)
 
 
@@ -48,10 +55,10 @@ def test_restrict_solve_and_matvec_agree_with_dense_linear_algebra():
     n_control, degree, nv = 10, 2, 3
     first, values = random_local_problem(rng, n_samples=40, n_control=n_control,
                                          degree=degree, nv=nv, K=1)
-    G = np.zeros((len(first), 1, nv, 1, nv))
-    G[:, 0, np.arange(nv), 0, np.arange(nv)] = 1.0
+    G = np.zeros((len(first), 1, 1, nv, nv))
+    G[:, 0, 0, np.arange(nv), np.arange(nv)] = 1.0
     layout = BandLayout(n_control, degree, nv)
-    ab = layout.add_diagonal(layout.assemble(first, chain_hessian_blocks(values, G)), 1e-3)
+    ab = layout.add_diagonal(SplineChain(first, values, n_control, nv).hessian(G), 1e-3)
     start, stop = 2 * nv, 8 * nv
     sub = layout.restrict(ab, start, stop)
     dense = band_to_dense(ab)[start:stop, start:stop]

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import cmtm
+import ioc.problem
 import kinematic_trees as kt
 from ioc.banded import band_to_dense
 from ioc.bspline import DD
@@ -160,15 +161,56 @@ def test_gauss_newton_matrix_of_joint_terms_is_the_exact_hessian(chain3):
     assert np.max(np.abs(H - fd)) <= 1e-6 * np.max(np.abs(H))
 
 
-def test_newton_hessian_matches_fd_of_gradients(tree12):
-    problem = MotionProblem(tree12, ("joint_torque_rate",), duration=1.0, samples=5,
-                            degree=5, control_points=7, rest_order=0, limits="none",
+@pytest.mark.parametrize("costs", [("joint_torque_rate",), ("joint_torque", "link_jerk"),
+                                   ("link_velocity", "joint_torque:2", "joint_jerk"),
+                                   ("joint_torque", "joint_acceleration"),
+                                   ("link_acceleration", "link_velocity"),
+                                   ("joint_torque", "link_acceleration")])
+def test_newton_hessian_matches_fd_of_gradients(tree12, costs):
+    """The Newton Hessian differences only the stack orders o <= L/2 (L: the highest input
+    order) and takes the other blocks as transposes or zeros, and where L <= 2 (the last
+    three cases: torques, link twists and their rates) differences q only and takes the
+    (q', q') block from the identities of MotionProblem._curvature: checked against central
+    differences of the exact gradient in every control point."""
+    problem = MotionProblem(tree12, costs, duration=1.0, samples=5, degree=6,
+                            control_points=8, rest_order=0, limits="none",
                             constraints="penalty", penalty=0.0)
-    theta = DD.of(np.random.default_rng(5).uniform(-1, 1, (7, tree12.nv)))
-    H = band_to_dense(problem.evaluate(theta, [1.0], hessian="newton").band)
-    fd = _fd_hessian(problem, theta, [1.0], 1e-5)
-    # two nested central differences (stack step 6e-6, control step 1e-5)
+    theta = DD.of(np.random.default_rng(5).uniform(-1, 1, (8, tree12.nv)))
+    weights = np.linspace(1.0, 2.0, len(costs))
+    H = band_to_dense(problem.evaluate(theta, weights, hessian="newton").band)
+    fd = _fd_hessian(problem, theta, weights, 1e-5)
+    # a forward difference (relative step 1.5e-8) against a central one (step 1e-5)
     assert np.max(np.abs(H - fd)) <= 1e-5 * np.max(np.abs(H))
+
+
+def test_curvature_in_direction_groups_matches_one_group(tree12, monkeypatch):
+    """The differences share engine calls in groups of directions (CURVATURE_BYTES): any
+    grouping gives the same second-order part, up to the order of float sums."""
+    problem = MotionProblem(tree12, ("joint_torque_rate", "link_velocity"), duration=1.0,
+                            samples=5, control_points=8, rest_order=0, limits="none")
+    weights = np.array([1.0, 2.0])
+    q_stack = problem.stack(DD.of(np.random.default_rng(7).uniform(-1, 1, (8, tree12.nv))))
+    values = problem._values(q_stack)
+    one = problem._curvature(q_stack, values, weights)
+    assert np.max(np.abs(one)) > 1.0                # a moving motion: a part to compare
+    monkeypatch.setattr(ioc.problem, "CURVATURE_BYTES", 1)       # one direction per call
+    assert np.allclose(problem._curvature(q_stack, values, weights), one, rtol=0,
+                       atol=1e-12 * np.max(np.abs(one)))
+
+
+def test_coriolis_rate_from_m_lambda_matches_it_from_lambda(tree12):
+    """MotionProblem._coriolis_rate solves lambda from M lambda where a torque term keeps
+    some joints only; against the path given lambda (checked by the Newton Hessian test),
+    M from cmtm.mass_matrix (the CRBA, not the engine's Jacobian the method uses)."""
+    problem = MotionProblem(tree12, ("joint_torque",), duration=1.0, samples=5,
+                            control_points=8, rest_order=0, limits="none")
+    rng = np.random.default_rng(3)
+    q, lam = rng.uniform(-1, 1, (2, 5, tree12.nv))
+    M_lam = np.einsum("mij,mj->mi", cmtm.mass_matrix(tree12, q), lam)
+    direct = problem._coriolis_rate(q, lam, None)
+    # a solve with M's condition number (~1e3 on this tree) in float64
+    assert np.allclose(problem._coriolis_rate(q, None, M_lam), direct, rtol=0,
+                       atol=1e-10 * np.max(np.abs(direct)))
 
 
 def test_urdf_branching_tree_with_prismatic_joint_optimizes(tree12):
