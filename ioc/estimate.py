@@ -504,7 +504,7 @@ def _region_std(trials, thetas, w, cov, sigma, sensitivities,
                for v, u in zip(values, vectors.T) if v > 0 for sign in (-1.0, 1.0)]
     points.append(np.full(len(w), 1.0 / len(w)))
     bounds = [(t.problem.start, t.problem.goal) for t in trials]
-    no_move = [np.zeros(2 * t.problem.model.nv) for t in trials]
+    no_move = [np.zeros(t.problem.start.size + t.problem.goal.size) for t in trials]
     for wk in points:
         starts = _predicted(trials, sensitivities, thetas, wk - w, bounds, no_move)
         moved = [_optimal(t, wk, t.problem.start, t.problem.goal, th, options)[1]
