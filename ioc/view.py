@@ -2,12 +2,13 @@
 self-contained HTML file that plays a motion in a browser.
 
 Top: the stick figure of ioc.drawing in 3D, orthographic, seen from the normal of the
-motion's principal plane, with play/pause buttons and a time slider (plotly animation
-frames, one per instant); the data's skeleton (grey) under the motion's where both exist.
-Below: the time curves of ioc.drawing.CURVES (angles, velocities, jerks, torques, torque
-rates), one line per joint (a legend entry per joint toggles it in every panel; of more than
-SHOWN_JOINTS joints those that move most are drawn at first), the data's angles as wide
-translucent lines under the motion's, and a vertical line at the current instant.
+motion's principal plane, with play/pause buttons, a time slider (plotly animation frames,
+one per instant) and the current time under it; the data's skeleton (grey) under the
+motion's where both exist. Below: the time curves of ioc.drawing.CURVES (angles,
+velocities, jerks, torques, torque rates), one line per joint (a legend entry per joint
+toggles it in every panel; of more than SHOWN_JOINTS joints those that move most are drawn
+at first), the data's angles as wide translucent lines under the motion's, and a vertical
+line at the current instant.
 
 The file needs no network: plotly's JavaScript (``plotly.offline.get_plotlyjs``, 4.8 MB in
 plotly 7) and the figures' JSON are embedded gzip-compressed and base64-encoded in two
@@ -15,9 +16,13 @@ plotly 7) and the figures' JSON are embedded gzip-compressed and base64-encoded 
 :data:`DATA_ID`), inflated by the browser's DecompressionStream (Chromium 80, Firefox 113,
 Safari 16.4 and later): the 36-joint human over 200 frames makes a 3 MB page instead of
 7 MB. The data element holds {"times": [s], "skeleton": {data, layout, frames}, "curves":
-{data, layout}}: the stick figures' points in m, full float64 precision (JSON numbers
-round-trip), a gap (null) between the pieces of a polyline. When the page has drawn, it
-sets ``window.motionPage = {ready: true, milliseconds}`` (the time since navigation).
+{data, layout, hidden: {data, indices}}}: the stick figures' points in m, full float64
+precision (JSON numbers round-trip), a gap (null) between the pieces of a polyline; the
+curves of joints hidden at first, but their legend entries, wait in ``hidden``
+(:func:`later_traces`). When the page has drawn the stick figure and the curves, it sets
+``window.motionPage = {ready: true, milliseconds}`` (the time since navigation; the
+performance marks "library", "skeleton" and "curves" time its steps), then adds the hidden
+curves and sets ``window.motionPage.complete``.
 
 Inputs (:func:`result_page`, :func:`weights_page`, :func:`motion_file_page`): a ``cmtm
 optimize`` result.json, a ``cmtm ioc`` weights.json (its ``motions``: the data and the
@@ -226,7 +231,9 @@ def thinned(times, q, frames):
 
 def skeleton_figure(page):
     """The 3D figure {data, layout, frames}: one polyline trace per track (frame k holds
-    the tracks' stick figures at times[k]), the base marker, play/pause and the slider."""
+    the tracks' stick figures at times[k]), the base marker (a black dot: plotly turns
+    each marker symbol into triangles on the CPU, so the joints' circle serves it too),
+    play/pause and the slider."""
     sticks = [stick_figure(page.model, track.q[:, 0]) for track in page.tracks]
     points = np.stack([polyline for _, polyline in sticks])          # (tracks, N, P, 3)
     view = principal_view(points, page.model.gravity)
@@ -234,8 +241,7 @@ def skeleton_figure(page):
     traces = [stick_trace(track.label, stick, polyline[0], k == motion)
               for k, (track, (stick, polyline)) in enumerate(zip(page.tracks, sticks))]
     traces.append({"type": "scatter3d", "mode": "markers", "name": "base", "x": [0.0],
-                   "y": [0.0], "z": [0.0], "marker": {"symbol": "diamond", "size": 7,
-                                                      "color": "black"}})
+                   "y": [0.0], "z": [0.0], "marker": {"size": 8, "color": "black"}})
     frames = [{"name": str(i), "traces": list(range(len(sticks))),
                "data": [{"type": "scatter3d", **coordinates(polyline[i])}
                         for _, polyline in sticks]}
@@ -300,22 +306,23 @@ def play_buttons(times):
 
 
 def time_slider(times):
-    """One step per frame, the current time shown above it (step labels hidden: there may
-    be hundreds)."""
+    """One unlabelled step per frame. plotly lays a slider out by measuring the text of
+    every step's label and current value (two SVG text measurements per step, 0.1-0.2 s
+    of the human page's opening over 200 frames); the page shows the current time itself
+    (PAGE_TEMPLATE's #time)."""
     return {"active": 0, "x": 0.12, "len": 0.88, "y": 0.0, "yanchor": "top",
-            "pad": {"t": 10}, "ticklen": 0, "font": {"color": "rgba(0,0,0,0)"},
-            "currentvalue": {"prefix": "t = ", "suffix": " s",
-                             "font": {"color": "black", "size": 13}},
-            "steps": [{"label": f"{t:.3f}", "method": "animate",
-                       "args": [[str(i)], animation(0)]} for i, t in enumerate(times)]}
+            "pad": {"t": 10}, "ticklen": 0, "currentvalue": {"visible": False},
+            "steps": [{"label": "", "method": "animate", "args": [[str(i)], animation(0)]}
+                      for i in range(len(times))]}
 
 
 def curves_figure(page):
-    """The time curves {data, layout}: a panel per curve of CURVES, one line per joint and
-    track, a legend entry per joint, the coinciding joints of each panel noted once, a
-    vertical line (layout.shapes[0]) at the first instant. Of a model with more than
+    """The time curves {data, layout, hidden}: a panel per curve of CURVES, one line per
+    joint and track, a legend entry per joint, the coinciding joints of each panel noted
+    once, a vertical line (layout.shapes[0]) at the first instant. Of a model with more than
     SHOWN_JOINTS joints, the SHOWN_JOINTS whose angles move most are drawn and the others
-    wait in the legend (noted on the first panel)."""
+    wait in the legend (noted on the first panel); their other lines wait in ``hidden``
+    (:func:`later_traces`)."""
     names = page.model.joint_names
     shown = shown_joints(page.tracks[-1].q[:, 0])
     traces, notes = [], []
@@ -339,7 +346,19 @@ def curves_figure(page):
         if groups:
             notes.append(panel_note(row, "; ".join(" = ".join(names[j] for j in group)
                                                    for group in groups) + " coincide"))
-    return {"data": traces, "layout": curves_layout(page, panels, notes)}
+    first, hidden = later_traces(traces)
+    return {"data": first, "layout": curves_layout(page, panels, notes), "hidden": hidden}
+
+
+def later_traces(traces):
+    """(traces drawn first, {data, indices}: the others and their indices among all): the
+    lines of joints that wait in the legend, but their legend entries, are added once the
+    page has drawn. A trace costs plotly about 1 ms even when hidden: the human's 120 such
+    lines took a tenth of its page's opening (bench/bench_view.py)."""
+    waits = [trace["visible"] is not True and not trace["showlegend"] for trace in traces]
+    later = [k for k, wait in enumerate(waits) if wait]
+    return ([trace for trace, wait in zip(traces, waits) if not wait],
+            {"data": [traces[k] for k in later], "indices": later})
 
 
 def shown_joints(angles):
@@ -418,11 +437,18 @@ def unpacked(text):
     return gzip.decompress(base64.b64decode(text)).decode("utf-8")
 
 
+COMPILE_HINT = "//# allFunctionsCalledOnLoad\n"
+"""V8's explicit compile hint (Chromium 136 and later; a comment elsewhere): compile every
+function of the script as it loads instead of pre-parsing it then parsing it again on its
+first call; plotly calls most of its functions while it loads, so its evaluation (a third of
+the page's opening) takes about a tenth less (bench/bench_view.py)."""
+
+
 @functools.cache
 def plotly_payload():
-    """plotly's JavaScript, packed (once per process: it takes 0.4 s)."""
+    """plotly's JavaScript after COMPILE_HINT, packed (once per process: it takes 0.4 s)."""
     from plotly.offline import get_plotlyjs
-    return packed(get_plotlyjs())
+    return packed(COMPILE_HINT + get_plotlyjs())
 
 
 def page_data(html):
@@ -446,11 +472,13 @@ PAGE_TEMPLATE = """<!DOCTYPE html>
 <style>
 body {{ font-family: sans-serif; margin: 0 1em; }}
 #message {{ color: #a00; }}
+#time {{ margin: 0 0 0 12%; font-size: 14px; }}
 </style>
 </head>
 <body>
 <p id="message">Loading the motion…</p>
 <div id="skeleton"></div>
+<p id="time"></p>
 <div id="curves"></div>
 <script type="application/octet-stream" id="{plotly_id}">{plotly}</script>
 <script type="application/octet-stream" id="{data_id}">{data}</script>
@@ -467,19 +495,32 @@ async function draw() {{
   const library = document.createElement("script");
   library.textContent = await inflate("{plotly_id}");
   document.head.appendChild(library);
+  performance.mark("library");
   const page = JSON.parse(await inflate("{data_id}"));
   const skeleton = document.getElementById("skeleton");
   const curves = document.getElementById("curves");
   const config = {{responsive: true, displaylogo: false}};
   await Plotly.newPlot(skeleton, page.skeleton.data, page.skeleton.layout, config);
   await Plotly.addFrames(skeleton, page.skeleton.frames);
+  performance.mark("skeleton");
   await Plotly.newPlot(curves, page.curves.data, page.curves.layout, config);
+  performance.mark("curves");
+  const time = document.getElementById("time");
+  const showTime = (frame) => {{
+    time.textContent = `t = ${{page.times[frame].toFixed(3)}} s`;
+    return page.times[frame];
+  }};
+  showTime(0);
   skeleton.on("plotly_animatingframe", (event) => {{
-    const t = page.times[Number(event.name)];
+    const t = showTime(Number(event.name));
     Plotly.relayout(curves, {{"shapes[0].x0": t, "shapes[0].x1": t}});
   }});
   document.getElementById("message").remove();
   window.motionPage = {{ready: true, milliseconds: performance.now()}};
+  if (page.curves.hidden.data.length) {{
+    await Plotly.addTraces(curves, page.curves.hidden.data, page.curves.hidden.indices);
+  }}
+  window.motionPage.complete = true;
 }}
 if (typeof DecompressionStream === "undefined") {{
   document.getElementById("message").textContent =

@@ -234,3 +234,30 @@ def test_many_joints_draw_those_moving_most_and_list_the_others(tmp_path):
     drawn = [trace["name"] for trace in curves["data"] if trace["visible"] is True]
     assert drawn == [f"joint{k:02d} (data)" for k in range(5, 17)]
     assert "12 of 16 joints drawn" in curves["layout"]["annotations"][0]["text"]
+
+
+def test_hidden_joints_lines_wait_and_rejoin_in_panel_order():
+    model = view.resolve_model("chain16")
+    times = np.linspace(0.0, 1.0, 30)
+    rng = np.random.default_rng(0)
+    q = rng.normal(size=(30, 4, 16)) * (np.arange(1, 17) / 16.0)     # joint16 moves most
+    tau = rng.normal(size=(30, 2, 16))
+    page = view.Page(model, "chain16", times,
+                     (view.Track("data", q[:, :1]), view.Track("motion", q, tau)))
+    curves = view.curves_figure(page)
+    first, hidden = curves["data"], curves["hidden"]
+    # the first draw: every drawn line and one legend entry per joint; 4 hidden joints' other
+    # lines (their data line, 4 motion panels) wait, hidden
+    assert all(trace["visible"] == "legendonly" and not trace["showlegend"]
+               for trace in hidden["data"])
+    assert len(hidden["data"]) == 4 * 5 and len(first) == 6 * 16 - 20
+    assert sorted(trace["name"] for trace in first if trace["showlegend"]) \
+        == sorted(model.joint_names)
+    whole = list(first)
+    for index, trace in zip(hidden["indices"], hidden["data"]):
+        whole.insert(index, trace)
+    names = list(model.joint_names)
+    assert [trace["name"] for trace in whole] \
+        == [name + " (data)" for name in names] + names * 5            # panel by panel
+    assert [trace["yaxis"] for trace in whole] \
+        == ["y1"] * 32 + [f"y{row}" for row in range(2, 6) for _ in names]

@@ -127,6 +127,7 @@ def test_slider_redraws_the_figure_and_moves_the_time_line(browser, chain3_page)
                                     "._fullLayout.sliders[0].active")
         times = view.page_data(chain3_page.read_text())["times"]
         assert shown == times[frame] and frame > 0
+        assert visit.page.inner_text("#time") == f"t = {times[frame]:.3f} s"
         assert visit.errors == [] and visit.remote == []
     finally:
         visit.close()
@@ -146,7 +147,27 @@ def test_human_page_is_under_5_mb_and_opens_in_under_3_s(browser, human_page):
         visit = Visit(browser, human_page)
         try:
             opened.append(visit.page.evaluate("window.motionPage.milliseconds"))
+            visit.page.wait_for_function("window.motionPage.complete", timeout=30_000)
             assert visit.errors == [] and visit.remote == []
         finally:
             visit.close()
     assert min(opened) < OPEN_LIMIT_MS, opened
+
+
+def test_hidden_joints_lines_join_the_human_curves_in_panel_order(browser, human_page):
+    curves = view.page_data(human_page.read_text())["curves"]
+    whole = list(curves["data"])
+    for index, trace in zip(curves["hidden"]["indices"], curves["hidden"]["data"]):
+        whole.insert(index, trace)
+    visit = Visit(browser, human_page)
+    try:
+        visit.page.wait_for_function("window.motionPage.complete", timeout=30_000)
+        added = visit.page.evaluate("document.getElementById('curves').data"
+                                    ".map((trace) => [trace.name, trace.yaxis, trace.visible])")
+        assert len(curves["data"]) < len(whole) == 216                 # 36 joints, 6 lines
+        plotly_axis = {"y1": "y"}                                       # plotly's name of y1
+        assert added == [[trace["name"], plotly_axis.get(trace["yaxis"], trace["yaxis"]),
+                          trace["visible"]] for trace in whole]
+        assert visit.errors == [] and visit.remote == []
+    finally:
+        visit.close()
