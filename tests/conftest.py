@@ -75,7 +75,7 @@ FRESH_CACHE = use_keyed_numba_cache()
 # ioc imports cmtm, whose kernels must see the cache folder: these imports come after it
 import kinematic_trees as kt  # noqa: E402
 import cmtm  # noqa: E402
-from cmtm import api  # noqa: E402
+from cmtm import api, dispatch  # noqa: E402
 from cmtm._jit import TARGET_OPTIONS  # noqa: E402
 from ioc.direct import solve  # noqa: E402
 from ioc.problem import MotionProblem  # noqa: E402
@@ -184,7 +184,7 @@ def run_in_chunks(kernel, kernel_model, works, n_samples, *arrays):
     run with workspace works[c] (slot 0), one chunk after another on the calling thread,
     claimed two samples at a time (the last block of a chunk cut at its end), each call
     checked to return its chunk's number of samples. Every workspace then computes
-    samples whatever the host's timing: ``cmtm.api.run_chunks`` runs the workspaces at once,
+    samples whatever the host's timing: ``cmtm.dispatch.run_chunks`` runs the workspaces at once,
     and its calling thread may claim every sample before another thread starts."""
     bounds = np.linspace(0, n_samples, len(works) + 1).round().astype(np.int64)
     for work, first, last in zip(works, bounds[:-1], bounds[1:]):
@@ -209,9 +209,9 @@ def results_on_threads(thread_counts, call):
 
 @pytest.fixture
 def split_every_call(monkeypatch):
-    """Every call split into one chunk per thread whatever its work (api.MIN_CHUNK_SECONDS
+    """Every call split into one chunk per thread whatever its work (dispatch.MIN_CHUNK_SECONDS
     keeps small calls on the calling thread, which would leave nothing to compare)."""
-    monkeypatch.setattr(api, "MIN_CHUNK_SECONDS", 1e-12)
+    monkeypatch.setattr(dispatch, "MIN_CHUNK_SECONDS", 1e-12)
 
 
 @pytest.fixture

@@ -14,6 +14,8 @@ from conftest import random_stack, relative_error
 
 import cmtm
 import cmtm.api
+import cmtm.dispatch
+import cmtm.validation
 import kinematic_trees as kt
 
 NV = 3
@@ -396,10 +398,10 @@ def test_link_velocity_overflow_flag_belongs_to_its_call(monkeypatch):
     q[:, :2] = 0.1
     overflowing = q.copy()
     overflowing[2] = 1e15
-    monkeypatch.setattr(cmtm.api, "MIN_CHUNK_SECONDS", 1e-12)  # split every call
+    monkeypatch.setattr(cmtm.dispatch, "MIN_CHUNK_SECONDS", 1e-12)  # split every call
     with pytest.raises(ValueError, match="link_velocity: expected a finite result"):
         cmtm.jacobian(model, overflowing, "link_velocity", order=20)
-    monkeypatch.setattr(cmtm.api, "MIN_CHUNK_SECONDS", 1.0)    # one chunk
+    monkeypatch.setattr(cmtm.dispatch, "MIN_CHUNK_SECONDS", 1.0)    # one chunk
     assert np.isfinite(cmtm.jacobian(model, q, "link_velocity", order=20)).all()
 
 
@@ -443,8 +445,9 @@ def test_model_with_writeable_arrays_is_checked_at_every_call(model, monkeypatch
     it is accepted and checked at every call; compile_tree's read-only models once."""
     copy = pickle.loads(pickle.dumps(model))
     calls = []
-    check = cmtm.api._check_model_arrays
-    monkeypatch.setattr(cmtm.api, "_check_model_arrays", lambda m: calls.append(m) or check(m))
+    check = cmtm.validation._check_model_arrays
+    monkeypatch.setattr(cmtm.validation, "_check_model_arrays",
+                        lambda m: calls.append(m) or check(m))
     q = good_input("mass_matrix", model)
     for _ in range(3):
         np.testing.assert_array_equal(cmtm.mass_matrix(copy, q), cmtm.mass_matrix(model, q))

@@ -20,7 +20,7 @@ from conftest import API_KERNELS
 import kinematic_trees as kt
 
 import cmtm
-from cmtm import api, compile_cache
+from cmtm import api, compile_cache, dispatch
 from cmtm.compile_cache import UNITS, balanced_groups, check_jobs, small_model_and_stack
 from ioc import cli
 from ioc.costs import engine_units, parse_terms, stack_orders, term_values
@@ -41,7 +41,7 @@ def kernel_calls(monkeypatch):
         return call
     for name in [*API_KERNELS, "jacobian_sizes"]:
         monkeypatch.setattr(api, name, spy(name, getattr(api, name)))
-    monkeypatch.setattr(api, "_KERNEL_CALLS", {})
+    monkeypatch.setattr(dispatch, "_KERNEL_CALLS", {})
     return calls
 
 
@@ -71,7 +71,7 @@ def input_variants(array):
 
 
 def test_each_kernel_sees_one_signature_over_models_and_inputs(kernel_calls):
-    """The premise of cmtm.api.compiled_entry, which calls a kernel's machine code without
+    """The premise of cmtm.dispatch.compiled_entry, which calls a kernel's machine code without
     Numba's type checks: the public functions pass every kernel arguments of the same Numba
     types whatever the model, the order and the caller's arrays (and so compile each kernel
     once)."""

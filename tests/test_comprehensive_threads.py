@@ -1,6 +1,6 @@
 """The comprehensive kernels split across threads (cmtm.structured_jacobians.jacobian_kernel,
 cmtm.velocity_derivatives.velocity_derivatives_kernel, cmtm.torque_jacobian.torque_jacobian_kernel,
-cmtm.comprehensive.motion_kernel and link_cmtm_kernel, run by cmtm.api.run_chunks): the
+cmtm.comprehensive.motion_kernel and link_cmtm_kernel, run by cmtm.dispatch.run_chunks): the
 same bits for any thread count or chunking, one cached workspace per call shape, nothing
 allocated inside a kernel.
 
@@ -17,7 +17,7 @@ from conftest import claim_all, random_stack, results_on_threads, run_in_chunks
 
 import cmtm
 import kinematic_trees as kt
-from cmtm import api
+from cmtm import api, dispatch
 from cmtm.comprehensive import (link_cmtm_kernel, link_cmtm_workspace, motion_kernel,
                                 motion_workspace)
 from cmtm.structured_jacobians import (INPUT_OFFSET, JOINT_TORQUE, QUANTITIES,
@@ -190,9 +190,9 @@ def test_second_call_reuses_the_cached_workspaces(small_tree):
              lambda: cmtm.motion(small_tree, q, order=ORDER))
     for key, call in zip(keys, calls):
         call()
-        first = api._WORKSPACES.cache[key][1]
+        first = dispatch._WORKSPACES.cache[key][1]
         call()
-        assert api._WORKSPACES.cache[key][1] is first, key[1]
+        assert dispatch._WORKSPACES.cache[key][1] is first, key[1]
 
 
 def test_kernels_allocate_nothing(small_tree, kernel_allocations):

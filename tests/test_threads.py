@@ -17,7 +17,7 @@ from conftest import claim_all, random_stack, results_on_threads, run_in_chunks
 
 import cmtm
 import kinematic_trees as kt
-from cmtm import api, rnea
+from cmtm import api, dispatch, rnea
 from cmtm._jit import _fetch_add_python, claim_samples
 from cmtm.comprehensive import link_poses_kernel, link_poses_workspace
 from cmtm.rnea_derivatives import torque_derivatives_kernel, torque_derivatives_workspace
@@ -102,15 +102,15 @@ def test_second_call_reuses_the_cached_workspace(panda, function):
     a second call finds chunk 0's and allocates no new one. The cache starts empty: it is
     emptied whenever it fills (api._WORKSPACES_KEPT), which the tests before this one may
     leave it one entry short of, between this call's chunks."""
-    api._WORKSPACES.cache = {}
+    dispatch._WORKSPACES.cache = {}
     q = random_stack(panda, 3, n_samples=SAMPLES, seed=22)
     ORDER0[function](panda, q)
     kernel = api.kernel_model_of(api.check_model(panda))
     kind, sizes = KINDS[function]
     key = (id(kernel), kind, (0,) + sizes)
-    first = api._WORKSPACES.cache[key][1]
+    first = dispatch._WORKSPACES.cache[key][1]
     ORDER0[function](panda, q)
-    assert api._WORKSPACES.cache[key][1] is first
+    assert dispatch._WORKSPACES.cache[key][1] is first
 
     def allocate():
         raise AssertionError("workspace allocated again")
@@ -166,10 +166,10 @@ def test_chunk_count_asks_for_the_threads_only_for_work_that_fills_two_chunks(mo
 
     def no_lookup(n_samples):
         raise AssertionError("thread_slots looked up for a call that cannot split")
-    monkeypatch.setattr(api, "thread_slots", no_lookup)
+    monkeypatch.setattr(dispatch, "thread_slots", no_lookup)
     assert api.chunk_count(100, least / 200) == 1
     assert api.chunk_count(1, 1.0) == 1
-    monkeypatch.setattr(api, "thread_slots", lambda n_samples: 3)
+    monkeypatch.setattr(dispatch, "thread_slots", lambda n_samples: 3)
     assert api.chunk_count(100, 8.5 * least / 100) == 3
     assert api.chunk_count(100, 2.5 * least / 100) == 2
 
@@ -216,14 +216,14 @@ def test_claimed_blocks_cover_the_samples_once_on_two_threads(start, block):
 
 @pytest.fixture
 def chunk_counts(monkeypatch):
-    """The number of chunks of every api.run_chunks call made in the test, in order."""
+    """The number of chunks of every dispatch.run_chunks call made in the test, in order."""
     chunks = []
     run_chunks = api.run_chunks
 
     def counting(kernel, kernel_model, works, *args, **kwargs):
         chunks.append(len(works))
         return run_chunks(kernel, kernel_model, works, *args, **kwargs)
-    monkeypatch.setattr(api, "run_chunks", counting)
+    monkeypatch.setattr(dispatch, "run_chunks", counting)
     return chunks
 
 
@@ -247,7 +247,7 @@ def test_the_cost_estimate_is_the_calling_threads_kernel_time(monkeypatch, chunk
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("one Numba thread: nothing to split")
     calling_thread = threading.current_thread()
-    monkeypatch.setattr(api, "BLOCK_SECONDS", 1.0)
+    monkeypatch.setattr(dispatch, "BLOCK_SECONDS", 1.0)
     lock = threading.Lock()
 
     def kernel(kernel_model, work, slot, claim, last, out):
@@ -266,7 +266,7 @@ def test_the_cost_estimate_is_the_calling_threads_kernel_time(monkeypatch, chunk
         api.MIN_CHUNK_SECONDS
 
     def call(min_chunk_seconds):
-        monkeypatch.setattr(api, "MIN_CHUNK_SECONDS", min_chunk_seconds)
+        monkeypatch.setattr(dispatch, "MIN_CHUNK_SECONDS", min_chunk_seconds)
         api.run_on_threads(model, kernel, "stand-in", (), lambda *_: None, 100, out)
     results_on_threads((numba.config.NUMBA_NUM_THREADS,),
                        lambda: (call(1e-12), call(default)))  # split, then by the estimate
