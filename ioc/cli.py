@@ -64,7 +64,11 @@ import kinematic_trees as kt
 from ioc.choices import (BACKENDS, BOUNDARY_MODES, CONSTRAINT_MODES, ESTIMATORS,
                          INTEGRATION_RULES, PAGE_FRAMES)
 from ioc.costs import engine_units, parse_terms, split_names
+from ioc.demo import add_demo
 from ioc.drawing import motion_title
+from ioc.engine import (DEFAULT_TOLERANCE, announce_compile, compiling, jacobian_discrepancies,
+                        precompile, stopped_compile)
+from ioc.engine import check_jacobians_units, compile_notice  # noqa: F401 (as ioc.cli.X)
 from ioc.messages import one_line, recorded_warnings
 from ioc.models import (BOUNDARY_RULE, PAPER_GOAL, PAPER_START, default_boundary, model_lock,
                         paper_boundary_fits, resolve_model)
@@ -81,9 +85,6 @@ DESCRIPTION = ("cmtm: optimize motions with higher-order time derivatives (jerk,
 """What ``cmtm --help`` opens with."""
 INTERRUPTED, TERMINATED = 130, 143
 """Exit statuses after SIGINT and SIGTERM: 128 + the signal's number, as a shell's."""
-DEFAULT_TOLERANCE = 1e-6
-"""Relative (max-abs / max|J|) bound for structured vs central FD: FD truncation and
-round-off with step eps**(1/3) leave about 1e-9..1e-7 (paper Table 6, cmtm_math.md §12)."""
 
 
 def parse_lock(text):
@@ -151,43 +152,6 @@ def command_lock(args):
     return model_lock(args.model, args.lock, args.floating_base, args.joints)
 
 
-def check_jacobians_units(order):
-    """The units of ``cmtm.precompile`` whose kernels ``check-jacobians --order k`` runs:
-    those of the structured Jacobians of every quantity, and those of the finite
-    differences of ``cmtm.reference.fd_jacobian`` (motion, link transforms and, for the
-    joint torque at order 0, the RNEA of ``cmtm.inverse_dynamics``)."""
-    fd = ["motion", "link transform derivatives", *(["inverse dynamics"] if order == 0 else [])]
-    return [*cmtm.compile_cache.jacobian_units(cmtm.QUANTITIES, order), *fd]
-
-
-def jacobian_discrepancies(model, order, n_samples, seed):
-    """Per quantity: max |J|, max |J - J_fd| and their ratio, structured vs central FD.
-    The kernels it runs are compiled first, in parallel processes when neither this process
-    nor Numba's disk cache has them (``cmtm.precompile``)."""
-    check_samples_fit(model, order, n_samples)
-    precompile(check_jacobians_units(order), "check-jacobians")
-    rng = np.random.default_rng(seed)
-    q_stack = rng.uniform(-1.0, 1.0, size=(n_samples, order + 3, model.nv))
-    structured = cmtm.jacobians(model, q_stack, cmtm.QUANTITIES, order=order)
-    rows = []
-    for name in cmtm.QUANTITIES:
-        J = structured[name]
-        J_fd = cmtm.reference.fd_jacobian(model, q_stack[:, :J.shape[3]], name, order=order)
-        scale = float(np.max(np.abs(J_fd)))
-        error = float(np.max(np.abs(J - J_fd)))
-        rows.append({"quantity": name, "shape": list(J.shape[1:]), "max_abs_J": scale,
-                     "max_abs_diff": error, "rel_diff": error / scale if scale > 0 else error})
-    return rows
-
-
-def check_samples_fit(model, order, n_samples):
-    """ValueError unless the structured and the finite-difference Jacobians of every
-    quantity for ``n_samples`` samples fit in the engine's memory budget together."""
-    cmtm.api.reserve("--samples", n_samples,
-                     2 * cmtm.jacobians_nbytes(model, cmtm.QUANTITIES, order),
-                     "lower --samples to at most {chunk}")
-
-
 def check_jacobians(args):
     """Structured Jacobians vs central finite differences (the paper's Table 6 layout)."""
     model = resolve_model(args.model, args.lock, args.floating_base, args.gravity)
@@ -206,59 +170,6 @@ def check_jacobians(args):
                   f"{r['rel_diff']:>12.3e}{'  FAIL' if r['quantity'] in failed else ''}")
         print("all within tolerance" if not failed else f"FAILED: {', '.join(failed)}")
     return 1 if failed else 0
-
-
-
-# --- compilation ---------------------------------------------------------------------------
-
-def precompile(units, command, quiet=False):
-    """``cmtm.precompile(units=units)``, announced (:func:`announce_compile`)."""
-    announce_compile(command, units, quiet=quiet)
-    with compiling():
-        cmtm.precompile(units=units)
-
-
-_stopped_compile = threading.Event()
-"""Set when an exception (a stop signal's) left Numba's compiler in this process: LLVM's
-state may then crash the interpreter's teardown (a segmentation fault after the line
-'interrupted', 1 run in 7 measured), so :func:`main` ends such a process at once."""
-
-
-@contextmanager
-def compiling():
-    """Mark the code inside as compiling the engine's kernels (see _stopped_compile)."""
-    try:
-        yield
-    except BaseException:
-        _stopped_compile.set()
-        raise
-
-
-def announce_compile(command, units=None, jobs=None, quiet=False):
-    """Say on stderr (unless ``quiet``) which kernels ``cmtm.precompile(jobs, units)``
-    will compile and how long that usually takes, when any is not compiled yet."""
-    notice = None if quiet else compile_notice(units, jobs)
-    if notice:
-        print(f"cmtm {command}: {notice}", file=sys.stderr, flush=True)
-
-
-def compile_notice(units=None, jobs=None):
-    """What a cold ``cmtm.precompile(jobs, units)`` (None: every unit) compiles and how
-    long that usually takes, or None when every unit is compiled or cached already. The
-    time: the longest process's share of the units' cold compile times of
-    ``cmtm.compile_cache.UNITS`` (measured on a slow day of this project's 2-core host),
-    from half of it (an idle machine: 0.58-0.75 of it measured) to all of it."""
-    cache = cmtm.compile_cache
-    cold = [name for name in cache.check_units(units) if not cache.unit_ready(name)]
-    if not cold:
-        return None
-    groups = cache.balanced_groups(cache.check_jobs(jobs, len(cold)),
-                                   {name: cache.UNITS[name] for name in cold})
-    seconds = max(sum(cache.UNITS[name].seconds for name in group) for group in groups)
-    return (f"compiling the engine's kernels ({', '.join(cold)}) in {len(groups)} "
-            f"process(es), once: usually {5 * max(1, round(seconds / 10))}-"
-            f"{5 * max(2, round(seconds / 5))} s on a 2-core machine, longer on busy cores; "
-            f"later runs load them from Numba's disk cache")
 
 
 # --- cmtm optimize ------------------------------------------------------------------------
@@ -877,7 +788,6 @@ DEBUG_HELP = "show the traceback of an error instead of one line"
 
 
 def build_parser():
-    from ioc.demo import add_demo  # ioc.demo imports this module
     parser = OneLineParser(prog="cmtm", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"cmtm {version()}")
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
@@ -950,7 +860,7 @@ def main(argv=None):
     ``--debug`` exceptions and warnings propagate as Python shows them. ``argv`` None
     (the process's own command line, the console script): a process whose compile a
     signal stopped ends at once after its line (os._exit), skipping a teardown that can
-    crash (:data:`_stopped_compile`).
+    crash (:data:`ioc.engine.stopped_compile`).
     """
     args, unknown = build_parser().parse_known_args(argv)
     if unknown:
@@ -968,7 +878,7 @@ def main(argv=None):
                 return 2
             word, status, _ = STOPS[stopped[0]]
             print(f"cmtm {args.command}: {word}", file=sys.stderr)
-            if argv is None and _stopped_compile.is_set():
+            if argv is None and stopped_compile.is_set():
                 sys.stdout.flush()
                 sys.stderr.flush()
                 os._exit(status)

@@ -37,8 +37,8 @@ import numpy as np
 
 import cmtm
 import ioc
-from ioc.cli import DEFAULT_TOLERANCE, compile_notice, compiling, jacobian_discrepancies
 from ioc.drawing import motion_title
+from ioc.engine import DEFAULT_TOLERANCE, compile_notice, compiling, jacobian_discrepancies
 from ioc.models import PAPER_GOAL, PAPER_START, resolve_model
 
 results = ioc.lazy_module("ioc.results")    # loaded when the demo runs, not by the parser
