@@ -10,6 +10,7 @@ a Newton polish), inverse KKT, weights from noisy data, and the ``cmtm`` command
     estimate = estimate_weights([trial])                 # weights from measured data
 """
 import importlib
+import importlib.abc
 import importlib.util
 import sys
 
@@ -36,12 +37,69 @@ def __dir__():
     return sorted(set(globals()) | set(EXPORTS))
 
 
+MOVED = {
+    "ioc.bspline": "ioc.spline.bspline", "ioc.banded": "ioc.spline.banded",
+    "ioc.costs": "ioc.optimize.costs", "ioc.problem": "ioc.optimize.problem",
+    "ioc.direct": "ioc.optimize.direct", "ioc.models": "ioc.files.models",
+    "ioc.data": "ioc.files.data", "ioc.results": "ioc.files.results",
+    "ioc.weights_io": "ioc.files.weights_io", "ioc.inverse_kkt": "ioc.inverse.inverse_kkt",
+    "ioc.estimate": "ioc.inverse.estimate", "ioc.drawing": "ioc.show.drawing",
+    "ioc.plots": "ioc.show.plots", "ioc.view": "ioc.show.view",
+    "ioc.messages": "ioc.commands.messages", "ioc.demo": "ioc.commands.demo",
+    "ioc.batch": "ioc.commands.batch", "ioc.cli": "ioc.commands.cli"}
+"""The modules' paths before ioc was grouped (issue 41) -> their paths now. An old path
+imports the module itself (:class:`MovedModuleFinder`): ``import ioc.problem`` and
+``from ioc.problem import MotionProblem`` keep working, and give one module object under
+both names, so that patching either patches both; ``python -m ioc.cli`` runs the command
+line."""
+
+
+class MovedModuleFinder(importlib.abc.MetaPathFinder):
+    """Finds the old paths of :data:`MOVED`, last on ``sys.meta_path`` (a module that exists
+    at its old path is found before it)."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        """The spec of an old path: loaded by :class:`MovedModuleLoader`."""
+        if fullname not in MOVED:
+            return None
+        moved = importlib.util.find_spec(MOVED[fullname])
+        return importlib.util.spec_from_loader(fullname, MovedModuleLoader(moved),
+                                               origin=moved.origin)
+
+
+class MovedModuleLoader(importlib.abc.Loader):
+    """Loads an old path as the moved module itself (imported under its own name first)."""
+
+    def __init__(self, moved):
+        self.moved = moved
+
+    def create_module(self, spec):
+        """The moved module, imported."""
+        module = importlib.import_module(self.moved.name)
+        self.own_spec = module.__spec__
+        return module
+
+    def exec_module(self, module):
+        """Nothing to run; the module's own spec back (the import system has set the old
+        path's)."""
+        module.__spec__ = self.own_spec
+
+    def get_code(self, fullname):
+        """The moved module's code, for ``python -m OLD.PATH`` (runpy)."""
+        return self.moved.loader.get_code(self.moved.name)
+
+
+if not any(isinstance(finder, MovedModuleFinder) for finder in sys.meta_path):
+    sys.meta_path.append(MovedModuleFinder())
+
+
 def lazy_module(name):
     """The module ``name``, executed at the first access to one of its attributes
     (``importlib.util.LazyLoader``; the module as it is if already imported): the command
     line names the solver modules at its top and loads only those its command uses.
     Measured, a fresh ``import ioc.cli``: 1.7-2.2 s with every module loaded, 0.7-1.1 s
-    like this."""
+    like this. An old path of :data:`MOVED` gives the moved module."""
+    name = MOVED.get(name, name)
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.find_spec(name)
