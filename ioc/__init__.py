@@ -55,8 +55,8 @@ line."""
 
 
 class MovedModuleFinder(importlib.abc.MetaPathFinder):
-    """Finds the old paths of :data:`MOVED`, last on ``sys.meta_path`` (a module that exists
-    at its old path is found before it)."""
+    """Finds the old paths of :data:`MOVED`, first on ``sys.meta_path``: before an editable
+    install's finder, which would find the old files of the checkout it points at."""
 
     def find_spec(self, fullname, path=None, target=None):
         """The spec of an old path: loaded by :class:`MovedModuleLoader`."""
@@ -90,7 +90,7 @@ class MovedModuleLoader(importlib.abc.Loader):
 
 
 if not any(isinstance(finder, MovedModuleFinder) for finder in sys.meta_path):
-    sys.meta_path.append(MovedModuleFinder())
+    sys.meta_path.insert(0, MovedModuleFinder())
 
 
 def lazy_module(name):
