@@ -14,10 +14,10 @@ import importlib.abc
 import importlib.util
 import sys
 
-EXPORTS = {"MotionProblem": "ioc.problem", "SolverOptions": "ioc.direct",
-           "estimate_weights": "ioc.estimate", "prepare_trial": "ioc.estimate",
-           "read_motion": "ioc.data", "recover_weights": "ioc.inverse_kkt",
-           "solve": "ioc.direct"}
+EXPORTS = {"MotionProblem": "ioc.optimize.problem", "SolverOptions": "ioc.optimize.direct",
+           "estimate_weights": "ioc.inverse.estimate", "prepare_trial": "ioc.inverse.estimate",
+           "read_motion": "ioc.files.data", "recover_weights": "ioc.inverse.inverse_kkt",
+           "solve": "ioc.optimize.direct"}
 """The names of ``import ioc`` -> the module that defines each, imported at the first use
 of one of its names (PEP 562), so that importing a light module of the package (the
 command line, ``ioc.models``) does not import the solvers and scipy."""

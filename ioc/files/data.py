@@ -42,7 +42,7 @@ from scipy.spatial.transform import Rotation
 import cmtm
 from cmtm.api import check_model
 from ioc._blas import single_threaded_blas
-from ioc.bspline import check_int
+from ioc.spline.bspline import check_int
 from kinematic_trees.joint_types import JOINT_PRISMATIC, JOINT_REVOLUTE
 
 CSV_SUFFIXES = (".csv",)

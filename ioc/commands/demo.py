@@ -37,12 +37,12 @@ import numpy as np
 
 import cmtm
 import ioc
-from ioc.drawing import motion_title
-from ioc.engine import DEFAULT_TOLERANCE, compile_notice, compiling, jacobian_discrepancies
-from ioc.models import PAPER_GOAL, PAPER_START, resolve_model
+from ioc.commands.engine import DEFAULT_TOLERANCE, compile_notice, compiling, jacobian_discrepancies
+from ioc.files.models import PAPER_GOAL, PAPER_START, resolve_model
+from ioc.show.drawing import motion_title
 
-results = ioc.lazy_module("ioc.results")    # loaded when the demo runs, not by the parser
-view = ioc.lazy_module("ioc.view")
+results = ioc.lazy_module("ioc.files.results")    # loaded when the demo runs, not by the parser
+view = ioc.lazy_module("ioc.show.view")
 
 PAPER = dict(duration=2.0, samples=200, degree=5, control_points=50, start=PAPER_START,
              goal=PAPER_GOAL, rest_order=1, limits=(-np.pi, np.pi))
@@ -149,7 +149,7 @@ def plotting(quiet):
             print("cmtm demo: notice: matplotlib is not installed (the 'plot' extra), so no "
                   "plots", file=sys.stderr)
         return None
-    from ioc import plots
+    from ioc.show import plots
     return plots
 
 

@@ -63,19 +63,20 @@ import ioc
 import kinematic_trees as kt
 from ioc.choices import (BACKENDS, BOUNDARY_MODES, CONSTRAINT_MODES, ESTIMATORS,
                          INTEGRATION_RULES, PAGE_FRAMES)
-from ioc.costs import engine_units, parse_terms, split_names
-from ioc.demo import add_demo
-from ioc.drawing import motion_title
-from ioc.engine import (DEFAULT_TOLERANCE, announce_compile, compiling, jacobian_discrepancies,
-                        precompile, stopped_compile)
-from ioc.engine import check_jacobians_units, compile_notice  # noqa: F401 (as ioc.cli.X)
-from ioc.messages import one_line, recorded_warnings
-from ioc.models import (BOUNDARY_RULE, PAPER_GOAL, PAPER_START, default_boundary, model_lock,
-                        paper_boundary_fits, resolve_model)
+from ioc.commands.demo import add_demo
+from ioc.commands.engine import (DEFAULT_TOLERANCE, announce_compile, compiling,
+                                 jacobian_discrepancies, precompile, stopped_compile)
+from ioc.commands.engine import check_jacobians_units, compile_notice  # noqa: F401 (as ioc.cli.X)
+from ioc.commands.messages import one_line, recorded_warnings
+from ioc.files.models import (BOUNDARY_RULE, PAPER_GOAL, PAPER_START, default_boundary, model_lock,
+                              paper_boundary_fits, resolve_model)
+from ioc.optimize.costs import engine_units, parse_terms, split_names
+from ioc.show.drawing import motion_title
 
 batch, direct, results, view, weights_io = (
-    ioc.lazy_module(f"ioc.{name}") for name in ("batch", "direct", "results", "view",
-                                                "weights_io"))
+    ioc.lazy_module(name) for name in ("ioc.commands.batch", "ioc.optimize.direct",
+                                       "ioc.files.results", "ioc.show.view",
+                                       "ioc.files.weights_io"))
 """The solver layer, loaded by the first command that uses it: building the parser (every
 command, ``--help``) and ``check-jacobians`` without ``--json`` import none of scipy's
 solvers, nor joblib."""
@@ -197,7 +198,7 @@ def build_problem(args, lock):
     """The MotionProblem of the command line, its model's joints ``lock`` fixed
     (ValueError on any bad value); start and goal default per joint to
     :func:`ioc.models.default_boundary` of the limits of --limits."""
-    from ioc.problem import _limits
+    from ioc.optimize.problem import _limits
     model = resolve_model(args.model, lock, args.floating_base, args.gravity)
     start, goal = default_boundary(*_limits(model, args.limits))
     return ioc.MotionProblem(
@@ -233,7 +234,7 @@ def write_outputs(args, result, record):
     with results.signals_deferred():
         paths = results.write_result(args.out, record, motion)
         if "matplotlib" in installed:
-            from ioc.plots import plot_motion
+            from ioc.show.plots import plot_motion
             title = motion_title(args.model, record["costs"], record["weights"])
             paths += plot_motion(args.out, motion, model, title)
         if "plotly" in installed:

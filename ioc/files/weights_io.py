@@ -84,7 +84,7 @@ import json
 
 import numpy as np
 
-from ioc.results import parse_json, to_json, versions, write_atomically
+from ioc.files.results import parse_json, to_json, versions, write_atomically
 
 SCHEMA = 1
 WEIGHTS_FILE, SUMMARY_FILE = "weights.json", "summary.csv"

@@ -40,13 +40,13 @@ from typing import NamedTuple
 import numpy as np
 
 import cmtm
-from ioc.bspline import ClampedBSpline
 from ioc.choices import PAGE_FRAMES
-from ioc.data import CSV_SUFFIXES, STORAGE_SUFFIXES, read_motion
-from ioc.drawing import CURVES, coinciding_joints, motion_title, principal_view, stick_figure
-from ioc.models import resolve_model
-from ioc.results import RESULT_FILE, load_result, result_costs, to_json, write_atomically
-from ioc.weights_io import WEIGHTS_FILE, read_weights
+from ioc.files.data import CSV_SUFFIXES, STORAGE_SUFFIXES, read_motion
+from ioc.files.models import resolve_model
+from ioc.files.results import RESULT_FILE, load_result, result_costs, to_json, write_atomically
+from ioc.files.weights_io import WEIGHTS_FILE, read_weights
+from ioc.show.drawing import CURVES, coinciding_joints, motion_title, principal_view, stick_figure
+from ioc.spline.bspline import ClampedBSpline
 
 PAGE_FILE = "motion.html"
 DATA_SUFFIXES = CSV_SUFFIXES + STORAGE_SUFFIXES

@@ -71,11 +71,11 @@ from typing import NamedTuple
 import numpy as np
 
 import cmtm
-from ioc.bspline import DD
-from ioc.costs import parse_terms
-from ioc.direct import check_weights
-from ioc.models import locate_model, model_sha256, resolve_model
-from ioc.problem import MotionProblem
+from ioc.files.models import locate_model, model_sha256, resolve_model
+from ioc.optimize.costs import parse_terms
+from ioc.optimize.direct import check_weights
+from ioc.optimize.problem import MotionProblem
+from ioc.spline.bspline import DD
 
 SCHEMA = 1
 RESULT_FILE, TRAJECTORY_FILE, MOTION_FILE = "result.json", "trajectory.csv", "motion.npz"

@@ -20,8 +20,8 @@ from matplotlib import colormaps
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from ioc.drawing import BASE, CURVES, coinciding_joints, principal_view, stick_figure
-from ioc.results import write_atomically
+from ioc.files.results import write_atomically
+from ioc.show.drawing import BASE, CURVES, coinciding_joints, principal_view, stick_figure
 
 GRID_CURVES = (CURVES[0], CURVES[3])
 """The columns of :func:`plot_grid`: joint angles and torques, as in the paper's Fig. 7."""

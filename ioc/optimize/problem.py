@@ -37,11 +37,11 @@ import scipy.sparse as sp
 
 import cmtm
 from cmtm.api import check_model, reserve
-from ioc.banded import BandLayout, SplineChain
-from ioc.bspline import DD, ClampedBSpline, check_int, dd_add
 from ioc.choices import BOUNDARY_MODES, CONSTRAINT_MODES, INTEGRATION_RULES
-from ioc.costs import (JACOBIAN_SOURCES, engine_bytes, engine_order, parse_terms,
-                       stack_orders, term_values)
+from ioc.optimize.costs import (JACOBIAN_SOURCES, engine_bytes, engine_order, parse_terms,
+                                stack_orders, term_values)
+from ioc.spline.banded import BandLayout, SplineChain
+from ioc.spline.bspline import DD, ClampedBSpline, check_int, dd_add
 
 POSITION_BOUND = 1e6
 """Joint positions (start, goal, control points) are refused beyond +-1e6 rad or m: far

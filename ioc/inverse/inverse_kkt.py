@@ -28,8 +28,8 @@ import numpy as np
 from scipy.optimize import nnls
 
 from ioc._blas import single_threaded_blas
-from ioc.direct import _Limits
-from ioc.problem import check_problem, check_theta
+from ioc.optimize.direct import _Limits
+from ioc.optimize.problem import check_problem, check_theta
 
 IDENTIFIABILITY_GAP = 1e-3
 """Row-scaled rows have unit norm, so singular values lie in [0, sqrt(n_terms)]; a second

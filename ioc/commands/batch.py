@@ -43,21 +43,21 @@ from tqdm import tqdm
 
 import cmtm
 from ioc._blas import single_threaded_blas
-from ioc.data import (CLIP_SUFFIXES, CSV_SUFFIXES, STORAGE_SUFFIXES, check_map, clip_trial,
-                      cut_window, joint_locks, motion_columns, read_clip, read_map,
-                      read_mapped, read_motion)
-from ioc.direct import solve
-from ioc.costs import parse_terms
-from ioc.estimate import (bootstrap_weights, estimate_weights, kkt_stationarity,
-                          prepare_trial, residual)
-from ioc.inverse_kkt import recover_weights
-from ioc.messages import one_line, recorded_warnings
-from ioc.models import model_lock, model_sha256, resolve_model
-from ioc.problem import MotionProblem, _limits
-from ioc.results import RESULT_FILE, load_result, result_costs
-from ioc.weights_io import (SUMMARY_FILE, WEIGHTS_FILE, data_fields, kkt_fields, motion_entry,
-                            named, read_weights, summary_row, weights_record, write_summary,
-                            write_weights)
+from ioc.commands.messages import one_line, recorded_warnings
+from ioc.files.data import (CLIP_SUFFIXES, CSV_SUFFIXES, STORAGE_SUFFIXES, check_map, clip_trial,
+                            cut_window, joint_locks, motion_columns, read_clip, read_map,
+                            read_mapped, read_motion)
+from ioc.files.models import model_lock, model_sha256, resolve_model
+from ioc.files.results import RESULT_FILE, load_result, result_costs
+from ioc.files.weights_io import (SUMMARY_FILE, WEIGHTS_FILE, data_fields, kkt_fields, motion_entry,
+                                  named, read_weights, summary_row, weights_record, write_summary,
+                                  write_weights)
+from ioc.inverse.estimate import (bootstrap_weights, estimate_weights, kkt_stationarity,
+                                  prepare_trial, residual)
+from ioc.inverse.inverse_kkt import recover_weights
+from ioc.optimize.costs import parse_terms
+from ioc.optimize.direct import solve
+from ioc.optimize.problem import MotionProblem, _limits
 
 DATA_SUFFIXES = CSV_SUFFIXES + STORAGE_SUFFIXES + CLIP_SUFFIXES
 REOPTIMIZED_SAMPLES = 201

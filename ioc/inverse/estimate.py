@@ -46,13 +46,13 @@ import numpy as np
 from scipy.linalg import LinAlgError
 
 from ioc._blas import single_threaded_blas
-from ioc.banded import BandedCholesky, band_columns
+from ioc.spline.banded import BandedCholesky, band_columns
 from cmtm.api import as_float_array, check_model
-from ioc.bspline import DD, ClampedBSpline, check_int, clamped_knots, dd_add
-from ioc.data import MotionData, check_fit_size, fit_spline
-from ioc.direct import SolverOptions, check_callback, solve
-from ioc.inverse_kkt import _solve_scaled
-from ioc.problem import MotionProblem, check_boundary_mode
+from ioc.files.data import MotionData, check_fit_size, fit_spline
+from ioc.inverse.inverse_kkt import _solve_scaled
+from ioc.optimize.direct import SolverOptions, check_callback, solve
+from ioc.optimize.problem import MotionProblem, check_boundary_mode
+from ioc.spline.bspline import DD, ClampedBSpline, check_int, clamped_knots, dd_add
 
 Z95 = 1.959963984540054
 """Two-sided 95 % quantile of the standard normal distribution."""
@@ -564,7 +564,7 @@ def _check_trials(trials):
 def kkt_stationarity(problem, theta, w):
     """(absolute, relative) KKT residual of the motion ``theta`` for the weights ``w``
     (ioc.direct's measure): how far the motion is from optimal for them."""
-    from ioc.direct import _Limits, _stationarity
+    from ioc.optimize.direct import _Limits, _stationarity
     ev = problem.evaluate(theta, w)
     stat, _, _ = _stationarity(problem, ev, w, _Limits(problem, theta), SolverOptions())
     return stat[:2]

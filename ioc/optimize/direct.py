@@ -45,9 +45,9 @@ from scipy.linalg import LinAlgError
 from scipy.optimize import nnls
 
 from ioc._blas import single_threaded_blas
-from ioc.banded import BandedCholesky, band_matvec
-from ioc.bspline import DD
-from ioc.problem import check_problem, check_theta
+from ioc.optimize.problem import check_problem, check_theta
+from ioc.spline.banded import BandedCholesky, band_matvec
+from ioc.spline.bspline import DD
 
 STATUSES = ("converged", "stalled", "max_iterations", "line_search_failed")
 ROUNDING = np.finfo(np.float64).eps
