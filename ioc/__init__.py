@@ -8,6 +8,13 @@ a Newton polish), inverse KKT, weights from noisy data, and the ``cmtm`` command
     kkt = recover_weights(problem, result.theta)        # inverse KKT on the optimum
     trial = prepare_trial(model, costs, read_motion(path, model.joint_names))
     estimate = estimate_weights([trial])                 # weights from measured data
+
+Its groups, lowest first, each importing only the groups before it (tests/test_layering.py):
+``ioc.spline`` (B-splines, banded systems), ``ioc.optimize`` (costs, the direct problem and
+its solver), ``ioc.files`` (models, measured data, result and weight files),
+``ioc.inverse`` (inverse KKT, weights from data), ``ioc.show`` (drawings, figures, the motion
+page) and ``ioc.commands`` (the ``cmtm`` command line). ``ioc.choices`` and ``ioc._blas``, at
+the top, import nothing of ioc.
 """
 import importlib
 import importlib.abc
