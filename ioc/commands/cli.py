@@ -49,7 +49,6 @@ import argparse
 import dataclasses
 import importlib.metadata
 import json
-import re
 import threading
 from contextlib import contextmanager
 from importlib.util import find_spec
@@ -60,7 +59,6 @@ from tqdm import tqdm
 
 import cmtm
 import ioc
-import kinematic_trees as kt
 from ioc.choices import (BACKENDS, BOUNDARY_MODES, CONSTRAINT_MODES, ESTIMATORS,
                          INTEGRATION_RULES, PAGE_FRAMES)
 from ioc.commands.demo import add_demo
@@ -68,6 +66,9 @@ from ioc.commands.engine import (DEFAULT_TOLERANCE, announce_compile, compiling,
                                  jacobian_discrepancies, precompile, stopped_compile)
 from ioc.commands.engine import check_jacobians_units, compile_notice  # noqa: F401 (as ioc.cli.X)
 from ioc.commands.messages import one_line, recorded_warnings
+from ioc.commands.options import (OneLineParser, add_joints_argument, add_model_arguments,
+                                  float_list, integer_at_least, joint_values_option,
+                                  limits_option, positive_float, window_option)
 from ioc.files.models import (BOUNDARY_RULE, PAPER_GOAL, PAPER_START, default_boundary, model_lock,
                               paper_boundary_fits, resolve_model)
 from ioc.optimize.costs import engine_units, parse_terms, split_names
@@ -86,50 +87,6 @@ DESCRIPTION = ("cmtm: optimize motions with higher-order time derivatives (jerk,
 """What ``cmtm --help`` opens with."""
 INTERRUPTED, TERMINATED = 130, 143
 """Exit statuses after SIGINT and SIGTERM: 128 + the signal's number, as a shell's."""
-
-
-def parse_lock(text):
-    """'name=value' -> (name, float)."""
-    name, sep, value = text.partition("=")
-    try:
-        if not sep or not name:
-            raise ValueError
-        return name, float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected joint=value, got {text!r}") from None
-
-
-def gravity_option(text):
-    """argparse type: 'GX,GY,GZ' -> three finite numbers (m/s^2)."""
-    try:
-        values = tuple(float(item) for item in text.split(","))
-    except ValueError:
-        values = ()
-    if len(values) != 3 or not all(np.isfinite(values)):
-        raise argparse.ArgumentTypeError(f"expected three finite numbers GX,GY,GZ (m/s^2), "
-                                         f"got {text!r}")
-    return values
-
-
-def names_option(text):
-    """argparse type: 'J1,J2,...' -> a list of one or more names."""
-    names = [name.strip() for name in text.split(",")]
-    if not all(names):
-        raise argparse.ArgumentTypeError(f"expected names J1,J2,... (no empty one), got "
-                                         f"{text!r}")
-    return names
-
-
-def joint_values_option(text):
-    """argparse type of --start and --goal: one value, one per joint ('1,2,3') or
-    JOINT=VALUE pairs ('elbow=1.2,wrist=-0.3', a dict; the other joints at 0)."""
-    if "=" not in text:
-        return float_list(text)
-    try:
-        return dict(parse_lock(item) for item in text.split(","))
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"expected one value, one per joint or JOINT=VALUE "
-                                         f"pairs, got {text!r}") from None
 
 
 def joint_values(model, values, default, option):
@@ -449,102 +406,6 @@ def print_batch(rows, names, out, skipped=0):
         written = sum(row["status"] == "ok" for row in rows) - skipped
         kept = f" ({skipped} finished earlier, kept)" if skipped else ""
         print(f"wrote {out / weights_io.SUMMARY_FILE} and {written} weights.json{kept}")
-
-
-# --- command-line syntax ------------------------------------------------------------------
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse whose errors are one line ``PROG: error: MESSAGE`` (no usage), exit 2, and
-    which takes a value starting with a minus and a digit as a value (``--limits -1,1``,
-    ``--goal -1.57,-1``), as Python 3.13's argparse does."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._negative_number_matcher = re.compile(r"-\.?\d")
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
-def integer_at_least(minimum, maximum=None):
-    """argparse type: an integer >= ``minimum`` (and <= ``maximum`` unless None)."""
-    wanted = f">= {minimum}" if maximum is None else f"in {minimum}..{maximum}"
-
-    def parse(text):
-        try:
-            value = int(text)
-        except ValueError:
-            value = minimum - 1
-        if value < minimum or (maximum is not None and value > maximum):
-            raise argparse.ArgumentTypeError(f"expected an integer {wanted}, got {text!r}")
-        return value
-    return parse
-
-
-def float_list(text):
-    """argparse type: comma-separated numbers, '1.5,-0.5' -> [1.5, -0.5]."""
-    try:
-        return [float(item) for item in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") \
-            from None
-
-
-def positive_float(text):
-    """argparse type: a finite number > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not (np.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
-    return value
-
-
-def limits_option(text):
-    """argparse type: 'model', 'none' or 'LO,HI' (the same bounds for every joint)."""
-    if text in ("model", "none"):
-        return text
-    try:
-        lower, upper = (float(item) for item in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected model, none or LO,HI, got {text!r}") \
-            from None
-    return lower, upper
-
-
-def window_option(text):
-    """argparse type: 'T0,T1' -> (T0, T1), seconds with T0 < T1."""
-    try:
-        t0, t1 = (float(item) for item in text.split(","))
-    except ValueError:
-        t0 = t1 = float("nan")
-    if not (np.isfinite(t0) and np.isfinite(t1) and t0 < t1):
-        raise argparse.ArgumentTypeError(f"expected T0,T1 in s with T0 < T1, got {text!r}")
-    return t0, t1
-
-
-def add_model_arguments(command, required=True, note=""):
-    command.add_argument("--model", required=required,
-                         help="two_link_planar, chainN (e.g. chain3), panda, human (36 "
-                              "joints, pelvis fixed, y-up) or a URDF file" + note)
-    command.add_argument("--floating-base", choices=kt.FLOATING_BASES, metavar="ORDER",
-                         help="free the model's root: six virtual joints, translations then "
-                              "rotations in this order, one of " + ", ".join(kt.FLOATING_BASES)
-                              + " (e.g. xyz_zxy for the human's pelvis)")
-    command.add_argument("--gravity", type=gravity_option, metavar="GX,GY,GZ",
-                         help="gravity in the base frame, m/s^2 (default: the model's own, "
-                              "(0, -9.81, 0) for the human and two_link_planar, else "
-                              "(0, 0, -9.81))")
-    command.add_argument("--lock", type=parse_lock, action="append", default=[],
-                         metavar="JOINT=VALUE", help="fix a joint at a position (repeatable)")
-
-
-def add_joints_argument(command, others):
-    """--joints of optimize and ioc; ``others`` says where the other joints are fixed."""
-    command.add_argument("--joints", type=names_option, metavar="J1,J2,...",
-                         help="keep only these joints movable; the others are fixed at their "
-                              f"--lock value, else {others}")
 
 
 def add_optimize(commands):
