@@ -1,7 +1,7 @@
 """World-frame motion of points fixed to links: the raw time derivatives p', ..., p^(k+1)
 of p = o_L + R_L r (r fixed in the frame of link L) and their Jacobians
 d p^(l+1) / d q^(r), batched over samples (in chunks on threads, ``cmtm.api.run_chunks``),
-without allocation. The quantities of the point terms of ``ioc.costs`` (a hand's jerk).
+without allocation. The quantities of the point terms of ``ioc.optimize.costs`` (a hand's jerk).
 
 World frame, spatial vectors at the world origin (angular-first), base at rest. Per link i,
 parents first: the pose (R_i, o_i) and the jets of the world joint screw s_m and of the

@@ -1,9 +1,10 @@
 """The work of ``cmtm ioc``: motion inputs, one trial, pooled trials and batches.
 
 A trial is one motion file: a ``cmtm optimize`` result.json (an exact optimum: inverse KKT,
-ioc.inverse_kkt) or measured joint angles (CSV, .mot, .sto read by ioc.data.read_motion:
-the output-error estimator of ioc.estimate by default, or inverse KKT on the fitted
-motion). Pooled trials share one weight vector (ioc.estimate.estimate_weights).
+ioc.inverse.inverse_kkt) or measured joint angles (CSV, .mot, .sto read by
+ioc.files.data.read_motion: the output-error estimator of ioc.inverse.estimate by default,
+or inverse KKT on the fitted motion). Pooled trials share one weight vector
+(ioc.inverse.estimate.estimate_weights).
 
 A batch runs its trials in parallel with joblib: the loky process backend (``jobs=1``
 runs them one after the other in this process), or Dask's joblib backend
@@ -69,16 +70,16 @@ WATCH_SECONDS = 0.5
 @dataclass(frozen=True)
 class Settings:
     """The options of ``cmtm ioc``; None: not given (the default of
-    ioc.estimate.prepare_trial, or what a result.json records).
+    ioc.inverse.estimate.prepare_trial, or what a result.json records).
 
     costs : cost names (None: a result.json's own); lock : (joint, position) pairs;
     floating_base, gravity (3 numbers), joints (names kept movable, the others fixed at
     their mean over the data unless locked): the model options; limits : "model" |
     "none" | (lo, hi); noise : sigma in the unit of the angles (deg with ``degrees``);
     bootstrap : number of bootstrap samples (0: none); boundary : "rest" | "data"
-    (ioc.problem); map : a map file (ioc.data.read_map); window : (t0, t1) s on the files'
-    time axis. The run options (pool, jobs, backend, scheduler) do not change a trial's
-    weights.
+    (ioc.optimize.problem); map : a map file (ioc.files.data.read_map); window : (t0, t1) s
+    on the files' time axis. The run options (pool, jobs, backend, scheduler) do not change
+    a trial's weights.
     """
     costs: object
     model: object = None
@@ -297,14 +298,14 @@ def _full_model(settings, lock=None):
 
 def _subset_model(settings, positions):
     """The model of the settings with, for --joints, the other joints fixed at
-    ``positions`` {name: value} unless --lock gives them (ioc.models.model_lock)."""
+    ``positions`` {name: value} unless --lock gives them (ioc.files.models.model_lock)."""
     lock = model_lock(settings.model, settings.lock, settings.floating_base, settings.joints,
                       positions)
     return _full_model(settings, lock)
 
 
 def _read_trials(paths, settings):
-    """(model, its locked joints {name: position}, ioc.estimate.Trials, notices) of data
+    """(model, its locked joints {name: position}, ioc.inverse.estimate.Trials, notices) of data
     files that share one model (:func:`_model_and_data`); a file's errors name it."""
     model, locks, datas, notices = _model_and_data(paths, settings)
     trials = []
@@ -323,9 +324,9 @@ def _model_and_data(paths, settings):
     """(model, its locked joints {name: position}, [MotionData] of its joints, notices) of
     data files that share one model. Each file is read on the model of --model with
     nothing locked (a table: its columns of the model's joints, or through --map; a
-    DeepMimic clip through ioc.data.clip_trial) and cut to --window. The joints that stay
+    DeepMimic clip through ioc.files.data.clip_trial) and cut to --window. The joints that stay
     movable are --joints, else every joint the data cover, less --lock's; the others are
-    locked (ioc.data.joint_locks: at --lock's value, else at their mean over the samples of
+    locked (ioc.files.data.joint_locks: at --lock's value, else at their mean over the samples of
     all the files, else at 0 where no file covers them, as ``cmtm optimize --joints``
     writes its trajectory.csv)."""
     geometry = _full_model(settings, lock={})
@@ -470,7 +471,7 @@ def _kkt_on_fit(trials, settings):
 
 
 def _trial_motion(trial, theta, kind):
-    """The ``motions`` entry (ioc.weights_io.motion_entry) of a measured trial."""
+    """The ``motions`` entry (ioc.files.weights_io.motion_entry) of a measured trial."""
     return motion_entry(trial.name, trial.times, trial.q, trial.problem.spline, theta, kind)
 
 

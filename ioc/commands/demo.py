@@ -5,7 +5,7 @@ its Table 6 on the built-in models, the README's main job.
   acceleration and jerk, (b) + joint torque, (c) + torque rate with equal weights, and the
   Panda (``panda``) for (b)'s costs with weights (1, 1, 1, 0.01); T = 2 s, 200 samples,
   quintic spline with 50 control points, every joint 1.57 -> -1.57 rad at rest (order 1),
-  limits [-pi, pi]. Each motion is solved (``ioc.direct.solve``) and its weights recovered
+  limits [-pi, pi]. Each motion is solved (``ioc.optimize.direct.solve``) and its weights recovered
   by inverse KKT; the L1 error of the normalised weights must be <= 1e-9 (the paper's:
   2.56e-8, 6.87e-7, 3.89e-6, 1.07e-7).
 * **Table 6**: the Panda's structured Jacobians against central finite differences, for
@@ -49,7 +49,7 @@ PAPER = dict(duration=2.0, samples=200, degree=5, control_points=50, start=PAPER
 """The paper's §8.3 setting of every case (MotionProblem keywords). Its limits, [-pi, pi]
 on every joint, replace the models' own: the Panda's exclude 1.57 for panda_joint4
 ([-3.07, -0.07]) and -1.57 for panda_joint6 ([-0.02, 3.75]); ``cmtm optimize`` keeps a
-model's limits and moves such joints' start and goal inside (ioc.models.default_boundary)."""
+model's limits and moves such joints' start and goal inside (ioc.files.models.default_boundary)."""
 LIMITS_NOTE = ("every joint 1.57 -> -1.57 rad, limits [-pi, pi]: the paper's, not the "
                "Panda's own")
 """What the demo says of the limits it uses."""
@@ -143,7 +143,7 @@ def progress(total, quiet):
 
 
 def plotting(quiet):
-    """ioc.plots, or None (with a notice unless quiet) when matplotlib is not installed."""
+    """ioc.show.plots, or None (with a notice unless quiet) when matplotlib is not installed."""
     if find_spec("matplotlib") is None:
         if not quiet:
             print("cmtm demo: notice: matplotlib is not installed (the 'plot' extra), so no "
@@ -170,7 +170,7 @@ def run_cases(cases, out, plots, step):
 
 def run_case(case, out, plots):
     """Optimize ``case``, recover its weights and write its folder; returns (Table 7 entry,
-    ioc.results.MotionSamples, ioc.direct.DirectResult)."""
+    ioc.files.results.MotionSamples, ioc.optimize.direct.DirectResult)."""
     problem = ioc.MotionProblem(resolve_model(case.model), case.costs, **PAPER)
     result = ioc.solve(problem, case.weights)
     estimated = ioc.recover_weights(problem, result.theta).weights

@@ -1,7 +1,8 @@
-"""The command line's use of the engine, shared by ``ioc.cli`` and ``ioc.demo``: compiling
-the kernels a command runs before it runs them (announced on stderr with the usual time, a
-stop during a compile remembered) and checking the structured Jacobians against central
-finite differences (``cmtm check-jacobians`` and the demo's Table 6)."""
+"""The command line's use of the engine, shared by ``ioc.commands.cli`` and
+``ioc.commands.demo``: compiling the kernels a command runs before it runs them (announced
+on stderr with the usual time, a stop during a compile remembered) and checking the
+structured Jacobians against central finite differences (``cmtm check-jacobians`` and the
+demo's Table 6)."""
 import sys
 import threading
 from contextlib import contextmanager
@@ -62,7 +63,7 @@ def precompile(units, command, quiet=False):
 stopped_compile = threading.Event()
 """Set when an exception (a stop signal's) left Numba's compiler in this process: LLVM's
 state may then crash the interpreter's teardown (a segmentation fault after the line
-'interrupted', 1 run in 7 measured), so ``ioc.cli.main`` ends such a process at once."""
+'interrupted', 1 run in 7 measured), so ``ioc.commands.cli.main`` ends such a process at once."""
 
 
 @contextmanager

@@ -3,7 +3,7 @@
 Readers turn a CSV or OpenSim storage file (``.mot`` / ``.sto``) into :class:`MotionData`,
 samples t_m (``times``, (N,) s) and q_m (``q``, (N, nv), rad or m), which
 ``ioc.spline.smoothing.fit_spline`` fits with a smoothing spline (its names stay importable
-from here, as ``ioc.data.fit_spline``).
+from here, as ``ioc.files.data.fit_spline``).
 
 Recordings in other conventions: column maps (:func:`read_map`, :func:`read_mapped`),
 DeepMimic motion clips (:func:`read_clip`, :func:`clip_motion`: spherical joints onto a
@@ -446,7 +446,7 @@ def joint_locks(joint_names, data, movable=None, lock=None):
 
 def cut_window(data, window, min_samples=2):
     """The samples of ``data`` (MotionData or Clip) with t0 <= t <= t1, on the file's time
-    axis (not shifted: ``ioc.estimate.prepare_trial`` starts the trial at 0).
+    axis (not shifted: ``ioc.inverse.estimate.prepare_trial`` starts the trial at 0).
 
     window : (t0, t1) s, t0 < t1, inside [times[0], times[-1]] (1e-9 s of slack)
     min_samples : the fewest samples the caller's fit needs (``cmtm ioc``: the control

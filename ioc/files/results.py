@@ -10,7 +10,7 @@ key                   type                        meaning
 ====================  ==========================  ==========================================
 schema                int                         1, this layout
 status                str                         converged | stalled | max_iterations |
-                                                  line_search_failed (ioc.direct)
+                                                  line_search_failed (ioc.optimize.direct)
 iterations            int                         accepted solver steps
 solve_seconds         float                       wall time of the solve
 model, model_lock     str, {joint: float}         the --model spec as given, the positions of
@@ -29,7 +29,7 @@ control_points_lo     [[float]] (n_c, nv)         theta.lo: theta = hi + lo exac
                                                   that ignore lo get the float64 rounding
 quadrature            {rule, times, weights}      nodes t_m and weights omega_m of the costs
 rest_order            int                         R: q^(1..R) = 0 at both ends (rest)
-boundary              str                         rest | data (absent: rest), ioc.problem
+boundary              str                         rest | data (absent: rest), ioc.optimize.problem
 start, goal           [float] (nv)                q(0) and q(T), rad or m; boundary data:
                       | [[float]] (R+1, nv)       the raw stacks q..q^(R) at 0 and T
 constraints, penalty  str, float                  exact | penalty, and rho's factor
@@ -48,7 +48,7 @@ versions              {cmtm, numpy, scipy,        installed versions (null: not 
 
 ``trajectory.csv``: a header ``time,<joint>,...`` and N rows at the uniform times
 np.linspace(0, T, N), positions in rad (m for prismatic joints), full precision;
-``ioc.data.read_motion(path, joint_names)`` reads it.
+``ioc.files.data.read_motion(path, joint_names)`` reads it.
 
 ``motion.npz``: ``times`` (N,), ``q`` (N, 4, nv) raw q, q', q'', q''', ``tau`` (N, 2, nv)
 raw tau, tau' (gravity included), ``joint_names`` (nv,) str.
@@ -307,7 +307,7 @@ def load_result(path, costs=None):
 
     Returns (model, problem, weights, theta, record): the CompiledTree of the recorded model
     spec, lock, floating base and gravity (files without the last two: a fixed base and the
-    model's own gravity; the model file found by ``ioc.models.locate_model``), the exact
+    model's own gravity; the model file found by ``ioc.files.models.locate_model``), the exact
     MotionProblem (same costs, knots, quadrature, boundary conditions, limits, constraints
     and penalty; with ``costs``, those costs instead: the candidates of a hypothesis test),
     the recorded weights (one per recorded cost) float64, the control points

@@ -1,6 +1,6 @@
 """The files of ``cmtm ioc`` (DESIGN.md: a contract): weights.json and summary.csv.
 
-Both are written atomically (ioc.results.write_atomically).
+Both are written atomically (ioc.files.results.write_atomically).
 
 ``weights.json`` (one JSON object; floats round-trip; no NaN or inf). Angles and noise
 levels are in rad (m for prismatic joints):
@@ -21,7 +21,7 @@ uncertainty         {method, std, ci95, ...}         method "fisher" (data): std
 identifiable        bool                             the weights are determined by the motion
 undetermined        list                             data: names whose 95 % interval reaches 0;
                                                      kkt: [{direction: {name: coefficient},
-                                                     singular_value}] (ioc.inverse_kkt)
+                                                     singular_value}] (ioc.inverse.inverse_kkt)
 terms               [{name, weight, raw, weighted}]  raw sub-costs c_i (kkt: of the motion;
                                                      data: of the estimated optimal motion,
                                                      summed over the trials with --pool)
@@ -35,7 +35,7 @@ eigenvalues_of      str                              "row-scaled KKT singular va
 multipliers         [{time, joint, bound, value}]    active joint limits (kkt); data: []
 solver              {method, [status, iterations]}   kkt: svd | nnls; data:
                                                      maximum_likelihood, its status and
-                                                     iterations (ioc.estimate)
+                                                     iterations (ioc.inverse.estimate)
 model, joint_names  str, [str]                       the --model spec, the model's joints
 model_sha256        str | null                       sha256 of the model file (null: built-in)
 model_lock          {joint: float}                   every joint locked to build the model
@@ -97,7 +97,7 @@ def named(names, values):
 
 
 def kkt_fields(kkt):
-    """The estimator's keys of weights.json for an ioc.inverse_kkt.KKTResult."""
+    """The estimator's keys of weights.json for an ioc.inverse.inverse_kkt.KKTResult."""
     return {"estimator": "kkt", "weights": named(kkt.names, kkt.weights),
             "uncertainty": {"method": "none", "std": None, "ci95": None},
             "identifiable": kkt.identifiable, "undetermined": kkt.undetermined,
@@ -108,7 +108,7 @@ def kkt_fields(kkt):
 
 
 def data_fields(est, raw_costs, stationarity, bootstrap=None):
-    """The estimator's keys of weights.json for an ioc.estimate.Estimate.
+    """The estimator's keys of weights.json for an ioc.inverse.estimate.Estimate.
 
     raw_costs : (m,) sub-costs at the estimated optimal motions (summed over trials)
     stationarity : (absolute, relative) KKT residual of the fitted motion(s)
@@ -139,7 +139,7 @@ MOTION_KINDS = ("optimal", "reoptimized", "fit", "recorded")
 def motion_entry(source, times, q, spline, theta, kind):
     """One entry of the ``motions`` key: the data samples ``times`` (N_d,) s and ``q``
     (N_d, nv), and the motion of ``kind`` (MOTION_KINDS) drawn against them, control points
-    ``theta`` (an ioc.bspline.DD or an (n_c, nv) array, stored rounded to float64) of the
+    ``theta`` (an ioc.spline.bspline.DD or an (n_c, nv) array, stored rounded to float64) of the
     clamped B-spline space ``spline``."""
     theta = theta.value() if hasattr(theta, "value") else np.asarray(theta, dtype=float)
     return {"source": str(source), "times": np.asarray(times, dtype=float).tolist(),

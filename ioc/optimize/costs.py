@@ -47,7 +47,7 @@ A term is evaluated in *stack space*: its value y_m (N, d) and its Jacobian
 ``Jy[m] = d y_m / d q_stack[m]`` of shape (N, d, K, nv) with respect to the raw stack
 q, q', ..., q^(K-1) at the same sample (structured Jacobians of the engine, cmtm_math §7,
 and ``cmtm.point_jacobian``); the optimization layer chains it to spline control points
-(ioc.problem).
+(ioc.optimize.problem).
 """
 import re
 from dataclasses import dataclass

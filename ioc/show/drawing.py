@@ -1,5 +1,5 @@
-"""What the figures of a motion draw, free of any plotting library (shared by ioc.plots'
-PNG files and ioc.view's motion page): the time curves with their units, joints whose
+"""What the figures of a motion draw, free of any plotting library (shared by ioc.show.plots'
+PNG files and ioc.show.view's motion page): the time curves with their units, joints whose
 curves coincide, the stick figure of a model and the view it is drawn from.
 
 Curves (:data:`CURVES`): joint angles q, velocities q', jerks q''', torques tau and torque

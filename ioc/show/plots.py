@@ -4,12 +4,12 @@ Figures are drawn on the Agg canvas directly (no pyplot): no global backend stat
 no warnings.
 
 * **Time curves** (:func:`plot_motion`, :func:`plot_grid`, like the paper's Fig. 7 and 9):
-  one line per joint against time for each curve of ioc.drawing.CURVES, a title naming the
+  one line per joint against time for each curve of ioc.show.drawing.CURVES, a title naming the
   model and the weighted costs, units on both axes, the legend outside the data, and joints
   whose curves coincide on screen drawn as one line named once ("joint1 = joint2").
 * **Snapshot strips** (:func:`plot_snapshots`, like the paper's Fig. 6 and 8): the stick
-  figure of ioc.drawing at K evenly spaced instants side by side, one strip per motion,
-  seen from the normal of the motions' principal plane (ioc.drawing.principal_view, one
+  figure of ioc.show.drawing at K evenly spaced instants side by side, one strip per motion,
+  seen from the normal of the motions' principal plane (ioc.show.drawing.principal_view, one
   view and one scale for the whole figure).
 """
 from functools import partial
@@ -40,8 +40,8 @@ LIMIT_MARGIN = 0.08
 def plot_motion(out_dir, motion, model, title):
     """Write one PNG per curve of CURVES (joint_angles.png, joint_velocities.png,
     joint_jerks.png, joint_torques.png, joint_torque_rates.png) of ``motion``
-    (ioc.results.MotionSamples) of ``model`` into ``out_dir``, each titled ``title``
-    (ioc.drawing.motion_title); returns their paths."""
+    (ioc.files.results.MotionSamples) of ``model`` into ``out_dir``, each titled ``title``
+    (ioc.show.drawing.motion_title); returns their paths."""
     paths = []
     for curve in CURVES:
         figure = new_figure((7.5, 4.0))
@@ -79,7 +79,7 @@ def snapshot_times(duration, instants=SNAPSHOTS):
 def snapshot_figure(rows, suptitle):
     """A Figure with one strip per row of ``rows``: (title, model, times (K,), q (K, nv)),
     a subfigure (``figure.subfigs[r]``) of K panels side by side, panel k the stick figure
-    at times[k] (its first line, ``axes.lines[0]``: the polyline of ioc.drawing projected on
+    at times[k] (its first line, ``axes.lines[0]``: the polyline of ioc.show.drawing projected on
     the view), joints as dots, the base as a black triangle. One view and one scale for all
     panels: the principal plane of every drawn point, up against the first model's
     gravity."""
@@ -147,7 +147,7 @@ def save_png(figure, path):
 
 
 def draw_curve(axes, motion, curve, model):
-    """``curve`` (ioc.drawing.Curve) of ``motion`` on ``axes``: one line per group of
+    """``curve`` (ioc.show.drawing.Curve) of ``motion`` on ``axes``: one line per group of
     coinciding joints, named by its joints, the legend right of the axes."""
     values = getattr(motion, curve.field)[:, curve.order]
     for group in coinciding_joints(values):

@@ -1,10 +1,10 @@
 """The motion page of ``cmtm view`` (the optional ``plot`` extra, plotly): one
 self-contained HTML file that plays a motion in a browser.
 
-Top: the stick figure of ioc.drawing in 3D, orthographic, seen from the normal of the
+Top: the stick figure of ioc.show.drawing in 3D, orthographic, seen from the normal of the
 motion's principal plane, with play/pause buttons, a time slider (plotly animation frames,
 one per instant) and the current time under it; the data's skeleton (grey) under the
-motion's where both exist. Below: the time curves of ioc.drawing.CURVES (angles,
+motion's where both exist. Below: the time curves of ioc.show.drawing.CURVES (angles,
 velocities, jerks, torques, torque rates), one line per joint (a legend entry per joint
 toggles it in every panel; of more than SHOWN_JOINTS joints those that move most are drawn
 at first), the data's angles as wide translucent lines under the motion's, and a vertical
@@ -26,7 +26,7 @@ curves and sets ``window.motionPage.complete``.
 
 Inputs (:func:`result_page`, :func:`weights_page`, :func:`motion_file_page`): a ``cmtm
 optimize`` result.json, a ``cmtm ioc`` weights.json (its ``motions``: the data and the
-motion drawn against them, ioc.weights_io) or a motion file (CSV, .mot, .sto) read for a
+motion drawn against them, ioc.files.weights_io) or a motion file (CSV, .mot, .sto) read for a
 model.
 """
 import base64
@@ -57,7 +57,7 @@ JOINT_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b
                  "#7f7f7f", "#bcbd22", "#17becf")
 DASHES = ("solid", "dash", "dot", "dashdot")
 """Joint j's curves: JOINT_COLOURS[j % 10], DASHES[j // 10 % 4] (matplotlib's tab10 and
-ioc.plots' styles)."""
+ioc.show.plots' styles)."""
 PANEL_HEIGHT = 190
 """Pixels per curve panel."""
 SHOWN_JOINTS = 12
@@ -85,7 +85,7 @@ class Page(NamedTuple):
 # --- inputs ---------------------------------------------------------------------------------
 
 def spline_track(label, model, spline, theta, times):
-    """A Track of a clamped B-spline motion (ioc.bspline.ClampedBSpline, control points
+    """A Track of a clamped B-spline motion (ioc.spline.bspline.ClampedBSpline, control points
     theta) at ``times``: q .. q''' and tau, tau' (cmtm.inverse_dynamics)."""
     q = spline.evaluate(theta, times, 3)
     return Track(label, q, cmtm.inverse_dynamics(model, q, order=1))
@@ -111,7 +111,7 @@ MOTION_LABELS = {"optimal": "optimal motion for the estimated weights",
                  "reoptimized": "re-optimized motion for the estimated weights",
                  "fit": "smoothing fit (the motion inverse KKT ran on)",
                  "recorded": "recorded optimal motion"}
-"""The legend of a weights.json motion by its kind (ioc.weights_io)."""
+"""The legend of a weights.json motion by its kind (ioc.files.weights_io)."""
 
 
 def weights_page(record, trial=0, frames=FRAMES):
@@ -159,7 +159,7 @@ def input_page(path, model_spec=None, lock=(), trial=0, frames=FRAMES, degrees=N
     """The Page of ``cmtm view INPUT``: a result.json or a weights.json (or a folder holding
     one) with the model they record (``model_spec``, if given, must be it), or a motion
     file of ``model_spec`` (required; with ``lock``, ``floating_base`` and ``gravity`` as
-    ioc.models.resolve_model takes them). ValueError on anything else."""
+    ioc.files.models.resolve_model takes them). ValueError on anything else."""
     path = recorded_file(Path(path))
     if path.suffix.lower() in DATA_SUFFIXES:
         if model_spec is None:

@@ -188,7 +188,7 @@ def fit_spline(knots, degree, times, q, *, noise=None, rest_order=0, penalty_ord
     of the whitened penalty factor (the Demmler-Reinsch basis, :class:`_Modes`); the SVD
     resolves the penalty's null space to round-off of s, not of s^2. BLAS runs on one
     thread: OpenBLAS's factorisations of 200 control points differ by ~5e-11 between one
-    and two threads, and the result must not depend on the process it runs in (ioc.batch).
+    and two threads, and the result must not depend on the process it runs in (ioc.commands.batch).
 
     Returns :class:`SplineFit` with control points in the full (n_c, nv) layout.
     """
