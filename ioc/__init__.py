@@ -27,7 +27,7 @@ EXPORTS = {"MotionProblem": "ioc.optimize.problem", "SolverOptions": "ioc.optimi
            "solve": "ioc.optimize.direct"}
 """The names of ``import ioc`` -> the module that defines each, imported at the first use
 of one of its names (PEP 562), so that importing a light module of the package (the
-command line, ``ioc.models``) does not import the solvers and scipy."""
+command line, ``ioc.files.models``) does not import the solvers and scipy."""
 
 __all__ = sorted(EXPORTS)
 
@@ -104,8 +104,9 @@ def lazy_module(name):
     """The module ``name``, executed at the first access to one of its attributes
     (``importlib.util.LazyLoader``; the module as it is if already imported): the command
     line names the solver modules at its top and loads only those its command uses.
-    Measured, a fresh ``import ioc.cli``: 1.7-2.2 s with every module loaded, 0.7-1.1 s
-    like this. An old path of :data:`MOVED` gives the moved module."""
+    Measured, a fresh ``import ioc.cli`` (now ioc.commands.cli): 1.7-2.2 s with every
+    module loaded, 0.7-1.1 s like this. An old path of :data:`MOVED` gives the moved
+    module."""
     name = MOVED.get(name, name)
     if name in sys.modules:
         return sys.modules[name]
@@ -116,5 +117,5 @@ def lazy_module(name):
     spec.loader.exec_module(module)
     parent, _, child = name.rpartition(".")
     if parent:
-        setattr(sys.modules[parent], child, module)    # as an import sets ``ioc.batch``
+        setattr(sys.modules[parent], child, module)    # as an import sets ``ioc.commands.batch``
     return module
