@@ -342,3 +342,14 @@ def test_may_import_reads_the_groups_after_its_colon():
     assert may_import("Holds ioc.show things.\n\nMay import: cmtm, ioc.spline and\n"
                       "ioc.files; nothing later.") == ["spline", "files"]
     assert may_import("No such line (ioc.spline).") == []
+
+
+def test_setuptools_ships_every_package():
+    """pyproject.toml lists the packages explicitly: a group missing there would be missing
+    from an installed (non-editable) cmtm."""
+    tomllib = pytest.importorskip("tomllib")
+    listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    found = {".".join(path.parent.relative_to(ROOT).parts)
+             for top in ("kinematic_trees", "cmtm", "ioc")
+             for path in (ROOT / top).rglob("__init__.py")}
+    assert sorted(listed) == sorted(found)
