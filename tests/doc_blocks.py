@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 import pybullet_data
 
+import ioc
 import kinematic_trees as kt
 from conftest import ROOT
-from ioc.direct import solve
+from ioc.cli import main as cli_main
 from ioc.models import default_boundary
-from ioc.problem import MotionProblem
 
 NOT_RUN = "# not run"
 """A python block whose first line is this is shown, not run."""
@@ -157,6 +157,23 @@ def run_command(words, folder, shown=None):
     return done
 
 
+def run_in_process(words, capsys, shown=None):
+    """Run one ``cmtm`` command through ``ioc.cli.main`` in this process (the console
+    script's entry; kernels already loaded, no interpreter start-up) in the current
+    folder; AssertionError unless it returns 0 and prints what the page shows."""
+    capsys.readouterr()
+    try:
+        status = cli_main(words[1:])
+    except SystemExit as stop:          # argparse's own exits: --version, --help
+        status = stop.code
+    done = capsys.readouterr()
+    assert status == 0, (" ".join(words), done.out + done.err)
+    if shown is not None:
+        mismatch = output_mismatch(shown, done.out)
+        assert mismatch is None, (" ".join(words), mismatch)
+    return done
+
+
 RIGHT_ARM_MAP = {"right_shoulder": ["right_shoulder_Z", "right_shoulder_X", "right_shoulder_Y"],
                  "right_elbow": "right_elbow_Z"}
 """The README's right_arm.json: the DeepMimic clip's right shoulder and elbow onto the
@@ -173,11 +190,11 @@ def write_users_files(folder):
                 folder / "humanoid3d_kick.txt")
     (folder / "right_arm.json").write_text(json.dumps(RIGHT_ARM_MAP), encoding="utf-8")
     model = kt.compile_tree(kt.load_urdf(folder / "robot.urdf"))
-    problem = MotionProblem(model, "joint_velocity,joint_jerk,joint_torque_rate",
-                            start=default_boundary(model.q_lower, model.q_upper)[0],
-                            goal=default_boundary(model.q_lower, model.q_upper)[1])
+    problem = ioc.MotionProblem(model, "joint_velocity,joint_jerk,joint_torque_rate",
+                                start=default_boundary(model.q_lower, model.q_upper)[0],
+                                goal=default_boundary(model.q_lower, model.q_upper)[1])
     times = np.linspace(0.0, 2.0, 201)
-    q_deg = np.rad2deg(solve(problem, [1.0, 0.5, 0.01]).sample(times, 0)[:, 0])
+    q_deg = np.rad2deg(ioc.solve(problem, [1.0, 0.5, 0.01]).sample(times, 0)[:, 0])
     (folder / "trials").mkdir()
     for seed, name in enumerate(["trial01.csv", "trials/trial01.csv", "trials/trial02.csv"]):
         noisy = q_deg + 0.1 * np.random.default_rng(seed).normal(size=q_deg.shape)

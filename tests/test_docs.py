@@ -1,8 +1,9 @@
 """The user guide (docs/) as a user follows it: each page's ```python blocks and ``cmtm``
 commands run in page order in one folder (python blocks each in a namespace of its own,
-commands as subprocesses of the installed console script), every command exits 0 and
-prints what the ```output block under it shows; and every relative link of the README and
-the guide names a file that exists.
+commands through the console script's entry ``ioc.cli.main`` in this process: the README's
+test runs the installed script itself as subprocesses), every command exits 0 and prints
+what the ```output block under it shows; and every relative link of the README and the
+guide names a file that exists.
 
 The files a user brings (robot.urdf, trial01.csv, trials/, the DeepMimic kick clip,
 right_arm.json) are made once per session (doc_blocks.write_users_files) and copied into
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from doc_blocks import NOT_RUN, page_steps, run_command, run_python, write_users_files
+from doc_blocks import NOT_RUN, page_steps, run_in_process, run_python, write_users_files
 
 DOCS = ROOT / "docs"
 PAGES = sorted(DOCS.rglob("*.md"))
@@ -55,9 +56,9 @@ def test_page_blocks_run_in_order(path, users_files, tmp_path, monkeypatch, caps
         if kind == "python":
             if not body.startswith(NOT_RUN):
                 run_python(body, f"{page_id(path)} step {n}")
+                assert "np.float64(" not in capsys.readouterr().out  # numpy 2's scalar repr
         else:
-            run_command(body, folder, shown)
-    assert "np.float64(" not in capsys.readouterr().out  # numpy 2's repr of a scalar
+            run_in_process(body, capsys, shown)
 
 
 @pytest.mark.parametrize("path", [ROOT / "README.md", ROOT / "bench" / "README.md", *PAGES],
