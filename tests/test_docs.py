@@ -1,7 +1,9 @@
 """The user guide (docs/) as a user follows it: each page's ```python blocks and ``cmtm``
 commands run in page order in one folder (python blocks each in a namespace of its own,
-commands through the console script's entry ``ioc.cli.main`` in this process: the README's
-test runs the installed script itself as subprocesses), every command exits 0 and prints
+commands through the console script's entry ``ioc.cli.main`` in this process, batches
+(``--jobs``) as subprocesses of the installed script, as the README's test runs every
+command: joblib's reusable workers keep the folder of the test that started them, where a
+batch's relative paths do not resolve), every command exits 0 and prints
 what the ```output block under it shows; and every relative link of the README and the
 guide names a file that exists.
 
@@ -16,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from doc_blocks import NOT_RUN, page_steps, run_in_process, run_python, write_users_files
+from doc_blocks import (NOT_RUN, page_steps, run_command, run_in_process, run_python,
+                        write_users_files)
 
 DOCS = ROOT / "docs"
 PAGES = sorted(DOCS.rglob("*.md"))
@@ -57,6 +60,8 @@ def test_page_blocks_run_in_order(path, users_files, tmp_path, monkeypatch, caps
             if not body.startswith(NOT_RUN):
                 run_python(body, f"{page_id(path)} step {n}")
                 assert "np.float64(" not in capsys.readouterr().out  # numpy 2's scalar repr
+        elif "--jobs" in body:
+            run_command(body, folder, shown)     # a batch: fresh workers in this folder
         else:
             run_in_process(body, capsys, shown)
 
