@@ -33,7 +33,10 @@ __all__ = sorted(EXPORTS)
 
 
 def __getattr__(name):
-    """An exported name, from its module (:data:`EXPORTS`)."""
+    """An exported name, from its module (:data:`EXPORTS`), or a module by its old path
+    (``ioc.data`` is ioc.files.data: :data:`MOVED`)."""
+    if f"ioc.{name}" in MOVED:
+        return importlib.import_module(f"ioc.{name}")
     if name not in EXPORTS:
         raise AttributeError(f"module 'ioc' has no attribute {name!r}")
     return getattr(importlib.import_module(EXPORTS[name]), name)

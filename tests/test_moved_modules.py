@@ -75,3 +75,10 @@ def test_lazy_module_of_an_old_path_is_the_moved_module():
                     "loaded = 'scipy.sparse' in sys.modules; import ioc.results; "
                     "print(loaded, m is ioc.results is ioc.files.results, m.RESULT_FILE)")
     assert printed == "False True result.json"
+
+
+def test_an_old_path_is_an_attribute_of_the_package():
+    """``ioc.data.segments`` after ``import ioc`` (an import of ioc.data used to set it)."""
+    printed = fresh("import ioc; print(ioc.data is ioc.files.data, "
+                    "ioc.data.segments is ioc.files.data.segments, hasattr(ioc, 'nothing'))")
+    assert printed == "True True False"
