@@ -2,8 +2,10 @@
 (loky) against serially, a rerun that skips the finished trials, an interrupted batch,
 pooled trials, input expansion, and the Dask backend (the last two on four of the trials)."""
 import csv
+import dataclasses
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -216,3 +218,26 @@ def test_dask_backend_gives_the_serial_weights(folder, serial, tmp_path):
     for trial in TRIALS[:4]:
         d, s = weights(out, trial)["weights"], weights(serial[0], trial)["weights"]
         assert d == s, (trial, d, s)
+
+
+def test_relative_paths_resolve_in_each_batchs_own_folder(folder, tmp_path, monkeypatch):
+    """Two parallel batches of one process from two folders, by relative paths, the first
+    folder removed before the second batch: loky's workers outlive a batch, and before
+    they took the batch's folder the second batch's trials read the first's folder (gone:
+    'does not exist'). Reference: the same files estimated in this process (--jobs 1)."""
+    settings = batch.Settings(costs=tuple(NAMES), model="chain3", samples=40,
+                              control_points=12, noise=NOISE_RAD, jobs=2)
+    first, second = tmp_path / "first", tmp_path / "second"
+    for place, trials in ((first, TRIALS[:2]), (second, TRIALS[2:4])):
+        place.mkdir()
+        for i, trial in enumerate(trials):
+            shutil.copy(folder / f"{trial}.csv", place / f"t{i}.csv")
+    relative = [Path("t0.csv"), Path("t1.csv")]
+    monkeypatch.chdir(first)
+    assert all(o.error is None for o in batch.run_batch(relative, settings))
+    monkeypatch.chdir(second)
+    shutil.rmtree(first)
+    parallel = batch.run_batch(relative, settings)
+    serial = batch.run_batch(relative, dataclasses.replace(settings, jobs=1))
+    assert [o.error for o in parallel] == [None, None]
+    assert [o.record["weights"] for o in parallel] == [o.record["weights"] for o in serial]

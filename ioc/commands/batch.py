@@ -575,12 +575,15 @@ class Outcome(NamedTuple):
     warnings: tuple = ()
 
 
-def attempt(name, path, settings, batch_pid=None):
+def attempt(name, path, settings, batch_pid=None, folder=None):
     """The Outcome of one trial (the task that joblib runs): any exception of the trial
     becomes a failed one whose error names the file, and the warnings it raises are
     returned, not printed (by a worker, on the batch's stderr). ``batch_pid``: the
-    process of the batch, which a worker on this machine watches (:func:`worker_setup`)."""
+    process of the batch, which a worker on this machine watches (:func:`worker_setup`);
+    ``folder``: the batch's working folder, where the trial's relative paths (motion,
+    model, map) resolve (:func:`work_in`)."""
     worker_setup(batch_pid)
+    work_in(folder)
     record, notices, error = None, (), None
     with recorded_warnings() as raised:
         try:
@@ -615,6 +618,15 @@ def worker_setup(batch_pid):
                      name="cmtm-batch-watch").start()
 
 
+def work_in(folder):
+    """Make ``folder`` (the batch's working folder) this process's, when it exists here:
+    loky keeps its workers between batches of one process (a notebook, a test session),
+    and a worker started by an earlier batch would resolve relative paths in that batch's
+    folder (another folder's files of the same name, or none)."""
+    if folder is not None and os.path.isdir(folder):
+        os.chdir(folder)
+
+
 def _exit_without(batch_pid):
     """Exit this process (at once, as a killed one would) when its parent process is no
     longer ``batch_pid`` (the orphan was handed to another process)."""
@@ -644,7 +656,8 @@ def run_batch(paths, settings, *, out=None, progress=False, report=lambda outcom
         report(outcome)
     jobs = settings.jobs or (1 if settings.backend == "loky" else -1)
     with parallel_backend(settings.backend, settings.scheduler):
-        tasks = (joblib.delayed(attempt)(n, p, settings, os.getpid()) for n, p in pending)
+        tasks = (joblib.delayed(attempt)(n, p, settings, os.getpid(), os.getcwd())
+                 for n, p in pending)
         done = joblib.Parallel(n_jobs=jobs, return_as="generator_unordered")(tasks)
         for outcome in tqdm(done, total=len(pending), disable=not progress, unit="trial",
                             leave=False):
