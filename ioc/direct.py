@@ -347,13 +347,9 @@ def _solve_normalised(problem, weights, theta0=None, options=SolverOptions(), pr
     status = "max_iterations"
     free = problem.free_slice
     factor, step_matrix = None, _StepMatrix(problem, options)
-    if problem.constraints == "exact" and (not dynamic or theta0 is None and any(
-            w[i] != 0.0 for i in range(len(w)) if i not in problem.nonlinear)):
-        quadratic = _quadratic_start(problem, theta, w, options, step_matrix)
-        if dynamic:                        # the minimizer of the joint terms: a start
-            theta = quadratic[0]
-        else:
-            theta, first_step, factor, working = quadratic
+    if not dynamic and problem.constraints == "exact":
+        theta, first_step, factor, working = _quadratic_start(problem, theta, w, options,
+                                                              step_matrix)
     ev = problem.evaluate(theta, w, hessian=mode)
     limits = _Limits(problem, theta)
     stat, mu, active = _stationarity(problem, ev, w, limits, options)

@@ -104,28 +104,6 @@ def test_quadratic_path_with_an_active_limit_matches_the_general_newton_solve(ch
                                [m["value"] for m in general.multipliers], rtol=1e-9)
 
 
-def test_default_start_of_a_dynamic_cost_is_the_joint_terms_minimizer(chain3, monkeypatch):
-    """Case (b) starts from the minimizer of its joint terms (the quadratic step): the
-    first iterate the Newton solver evaluates is case (a)'s optimum for the same weights
-    (to 1e-9 rad: one float64 step, observed ~1e-12), and the optimum is the one reached
-    from the minimum-jerk start (costs to 1e-12)."""
-    weights = [1.0, 1.0, 1.0, 1.0]
-    problem = MotionProblem(chain3, CASES["b"], **PAPER)
-    first, evaluate = [], MotionProblem.evaluate
-
-    def recording(self, theta, *args, **kwargs):
-        first.append(theta.value())
-        return evaluate(self, theta, *args, **kwargs)
-    monkeypatch.setattr(MotionProblem, "evaluate", recording)
-    result = solve(problem, weights)
-    monkeypatch.undo()
-    joint = solve(MotionProblem(chain3, CASES["a"], **PAPER), weights[:3])
-    assert np.max(np.abs(first[0] - joint.control_points)) <= 1e-9
-    from_minimum_jerk = solve(problem, weights, theta0=problem.initial_theta())
-    assert result.status == from_minimum_jerk.status == "converged"
-    assert abs(result.cost - from_minimum_jerk.cost) <= 1e-12 * result.cost
-
-
 @pytest.mark.parametrize("case", ["a", "b", "c"])
 def test_paper_3dof_case_reaches_stationarity(paper_solutions, case):
     result = paper_solutions[case]
