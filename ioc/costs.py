@@ -298,8 +298,9 @@ def term_values(model, terms, q_stack, jacobians=True, source="structured", valu
         with_torque = "joint_torque" in quantities
         engine_stack = _padded(q_stack, k + (3 if with_torque else 2))
         if values:
-            motion = cmtm.motion(model, engine_stack, order=k, dynamics=with_torque,
-                                 world=False)
+            motion = _Torques(cmtm.inverse_dynamics(model, engine_stack, order=k)) \
+                if quantities == ("joint_torque",) else \
+                cmtm.motion(model, engine_stack, order=k, dynamics=with_torque, world=False)
         if jacobians:
             J = JACOBIAN_SOURCES[source](model, engine_stack, quantities, order=k)
     points = _point_values(model, terms, q_stack, jacobians, source, values)
@@ -311,6 +312,15 @@ def term_values(model, terms, q_stack, jacobians=True, source="structured", valu
         else:
             out.append(_term_value(term, q_stack, motion, J, jacobians))
     return out
+
+
+@dataclass(frozen=True)
+class _Torques:
+    """What torque terms read of ``cmtm.motion``'s result, from ``cmtm.inverse_dynamics``
+    when no link term needs the rest (the same kernel with the torques alone written, or
+    at order 0 the recursive Newton-Euler kernel). Measured on case (c)'s 200 samples,
+    alternating: 0.64 -> 0.34 ms a call at order 1, 1.6 -> 0.28 ms at order 0."""
+    tau: np.ndarray
 
 
 def _padded(q_stack, n_orders):
