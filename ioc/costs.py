@@ -261,12 +261,14 @@ def engine_bytes(model, terms):
 
 def engine_units(terms):
     """The units of ``cmtm.precompile`` whose kernels :func:`term_values` runs for these
-    terms with the structured Jacobians: none for joint terms alone; else ``cmtm.motion``'s
-    and those of ``cmtm.jacobians`` of the engine quantities, and the point kernel's for
-    point terms."""
-    k = engine_order(terms)
+    terms with the structured Jacobians: none for joint terms alone; else that of their
+    values (``cmtm.motion``'s kernel, or for torque terms alone at order 0 the recursive
+    Newton-Euler kernel of ``cmtm.inverse_dynamics``: :class:`_Torques`) and those of
+    ``cmtm.jacobians`` of the engine quantities, and the point kernel's for point terms."""
+    k, quantities = engine_order(terms), engine_quantities(terms)
+    values = "inverse dynamics" if quantities == ("joint_torque",) and k == 0 else "motion"
     units = [] if k is None else \
-        ["motion", *cmtm.compile_cache.jacobian_units(engine_quantities(terms), k)]
+        [values, *cmtm.compile_cache.jacobian_units(quantities, k)]
     return units + (["point motion"] if point_order(terms) is not None else [])
 
 

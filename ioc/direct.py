@@ -16,8 +16,10 @@ Method
   where the cost changes below its own rounding, steps are accepted on the stationarity.
   A step that converged fast is followed by one that keeps the second-order part
   (``CURVATURE_REUSE``). Joint terms alone make the cost quadratic: its constant Hessian
-  is factored once and full steps refine the motion (the double-double evaluation of the
-  gradient makes each an iterative refinement).
+  is factored once, the first step comes from the gradient H theta in float64 (no
+  evaluation of the start, :func:`_quadratic_start`) and full steps refine the motion (the
+  double-double evaluation of the gradient makes each an iterative refinement): two
+  evaluations in all on the paper's case (a).
 * **Damped Gauss-Newton** (``start_mode="gauss_newton"``, the paper's: lambda = 1e-8,
   backtracking, full steps doubled while the cost falls) until the stationarity falls
   below ``newton_switch`` or progress slows, then Newton.
