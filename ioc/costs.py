@@ -261,14 +261,12 @@ def engine_bytes(model, terms):
 
 def engine_units(terms):
     """The units of ``cmtm.precompile`` whose kernels :func:`term_values` runs for these
-    terms with the structured Jacobians: none for joint terms alone; else that of their
-    values (``cmtm.motion``'s kernel, or for torque terms alone at order 0 the recursive
-    Newton-Euler kernel of ``cmtm.inverse_dynamics``: :class:`_Torques`) and those of
-    ``cmtm.jacobians`` of the engine quantities, and the point kernel's for point terms."""
-    k, quantities = engine_order(terms), engine_quantities(terms)
-    values = "inverse dynamics" if quantities == ("joint_torque",) and k == 0 else "motion"
+    terms with the structured Jacobians: none for joint terms alone; else ``cmtm.motion``'s
+    and those of ``cmtm.jacobians`` of the engine quantities, and the point kernel's for
+    point terms."""
+    k = engine_order(terms)
     units = [] if k is None else \
-        [values, *cmtm.compile_cache.jacobian_units(quantities, k)]
+        ["motion", *cmtm.compile_cache.jacobian_units(engine_quantities(terms), k)]
     return units + (["point motion"] if point_order(terms) is not None else [])
 
 
@@ -301,7 +299,7 @@ def term_values(model, terms, q_stack, jacobians=True, source="structured", valu
         engine_stack = _padded(q_stack, k + (3 if with_torque else 2))
         if values:
             motion = _Torques(cmtm.inverse_dynamics(model, engine_stack, order=k)) \
-                if quantities == ("joint_torque",) else \
+                if quantities == ("joint_torque",) and k > 0 else \
                 cmtm.motion(model, engine_stack, order=k, dynamics=with_torque, world=False)
         if jacobians:
             J = JACOBIAN_SOURCES[source](model, engine_stack, quantities, order=k)
@@ -319,9 +317,12 @@ def term_values(model, terms, q_stack, jacobians=True, source="structured", valu
 @dataclass(frozen=True)
 class _Torques:
     """What torque terms read of ``cmtm.motion``'s result, from ``cmtm.inverse_dynamics``
-    when no link term needs the rest (the same kernel with the torques alone written, or
-    at order 0 the recursive Newton-Euler kernel). Measured on case (c)'s 200 samples,
-    alternating: 0.64 -> 0.34 ms a call at order 1, 1.6 -> 0.28 ms at order 0."""
+    when no link term needs the rest, at orders >= 1: the same kernel with the torques
+    alone written, equal bit for bit (case (c)'s 200 samples: 0.64 -> 0.34 ms a call). Not
+    at order 0, where inverse_dynamics runs the recursive Newton-Euler kernel (0.28 ms
+    against 1.6 there): its torques differ from the motion kernel's by rounding (~3e-16),
+    which turned tests/test_floating_base.py's floating-human solve (a nearly singular
+    Newton system) from converged in 5 iterations to stalled at stationarity 2.5e-2."""
     tau: np.ndarray
 
 

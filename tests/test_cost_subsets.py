@@ -108,10 +108,11 @@ def test_term_values_are_the_engine_stacks(floating):
         np.testing.assert_allclose(y, expected.reshape(3, -1), rtol=1e-14, atol=0)
 
 
-def test_torque_terms_alone_at_order_0_are_the_naive_rnea(floating):
-    """Torque terms without link terms read their values from cmtm.inverse_dynamics (the
-    recursive Newton-Euler kernel at order 0): against the naive oracle's RNEA, which
-    shares no code with it (1e-12 of max |tau|: two float64 recursions, observed ~1e-16)."""
+def test_torque_terms_alone_are_the_naive_rnea(floating):
+    """Torque terms without link terms (values from cmtm.motion at order 0, from
+    cmtm.inverse_dynamics at higher orders): against the naive oracle's RNEA, which
+    shares no code with either (1e-12 of max |tau|: two float64 recursions, observed
+    ~1e-16)."""
     terms = parse_terms(["joint_torque", "base_wrench"], floating)
     q_stack = random_stack(floating, stack_orders(terms), n_samples=3, seed=4)
     values = [y for y, _ in term_values(floating, terms, q_stack, jacobians=False)]
