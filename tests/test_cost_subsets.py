@@ -109,10 +109,9 @@ def test_term_values_are_the_engine_stacks(floating):
 
 
 def test_torque_terms_alone_are_the_naive_rnea(floating):
-    """Torque terms without link terms (values from cmtm.motion at order 0, from
-    cmtm.inverse_dynamics at higher orders): against the naive oracle's RNEA, which
-    shares no code with either (1e-12 of max |tau|: two float64 recursions, observed
-    ~1e-16)."""
+    """Torque terms without link terms (values from cmtm.api.motion_torques, at order 0
+    here): against the naive oracle's RNEA, which shares no code with it (1e-12 of
+    max |tau|: two float64 recursions, observed ~1e-16), and bit for bit cmtm.motion's."""
     terms = parse_terms(["joint_torque", "base_wrench"], floating)
     q_stack = random_stack(floating, stack_orders(terms), n_samples=3, seed=4)
     values = [y for y, _ in term_values(floating, terms, q_stack, jacobians=False)]
@@ -120,6 +119,8 @@ def test_torque_terms_alone_are_the_naive_rnea(floating):
     scale = np.max(np.abs(tau))
     assert np.max(np.abs(values[0] - tau[:, 6:])) <= 1e-12 * scale
     assert np.max(np.abs(values[1] - tau[:, :6])) <= 1e-12 * scale
+    motion = cmtm.motion(floating, q_stack, order=0).tau[:, 0]
+    np.testing.assert_array_equal(values[0], motion[:, 6:])
 
 
 def test_stack_jacobians_match_finite_differences(floating):
