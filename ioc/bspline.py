@@ -486,7 +486,8 @@ class StackEvaluator:
     c^(r), rounded, times the degree-(p-r) bases) but with the bases of every order in one
     sparse matrix, so one product serves all orders, and without the checks of the times
     and of theta: ``theta`` must be a DD of float64 (n_c, nv) arrays (as the solvers keep
-    them). Measured on the paper's 200 samples, K = 3, 3 joints: 145 -> ~60 us a call.
+    them). Measured on the paper's 200 samples, K = 3, 3 joints (min of repeated calls on a
+    shared machine): ~145 -> ~100 us a call.
 
     spline : ClampedBSpline; first (N,), bases [(N, p-r+1) for r = 0..K] (its
     ``_sample_bases``)."""
