@@ -424,8 +424,8 @@ def _quadratic_start(problem, theta, w, options, step_matrix):
     rounding, ~eps |H| |theta|, only makes the first step less exact (measured on case
     (a): relative stationarity 3.1e-8 after it, 3.2e-10 from the double-double gradient);
     the evaluations of the next steps refine it in double-double (1.8e-13 after the
-    second step, 2.5e-13 before: 2 iterations either way). Returns (theta + step, max |step|, (Cholesky factor, band)
-    of H on the free variables, working set)."""
+    second step, 2.5e-13 before: 2 iterations either way). Returns (theta + step,
+    max |step|, (Cholesky factor, band) of H on the free variables, working set)."""
     band = problem._linear_hessian(w)
     g = band_matvec(band, theta.value().ravel())[problem.free_slice]
     factor = step_matrix.newton(band)
