@@ -125,14 +125,32 @@ def inverse_dynamics(model, q_stack, order=0):
         run_on_threads(model, rnea_kernel, "rnea", (), rnea_workspace, n_samples, stack, tau)
         tau = check_finite("tau", tau)[:, None, :]
     else:
-        tau = np.empty((n_samples, k + 1, nv))
-        none = np.empty((0, 0, 0, 6))
-        run_on_threads(model, motion_kernel, "motion", (k, True),
-                       lambda kmodel, slots: motion_workspace(kmodel, k, True, slots),
-                       n_samples, taylor_from_raw(stack), False, False, True,
-                       (none, none, none, none, none, none, none, tau))
-        tau = raw_results({"tau": tau})["tau"]
+        tau = _motion_kernel_torques(model, stack, k)
     return tau[0] if single else tau
+
+
+def motion_torques(model, q_stack, order=0):
+    """The joint torque stacks of :func:`motion` (its ``tau``, bit for bit) at any order,
+    from its kernel with the torques alone written: :func:`inverse_dynamics` at orders
+    >= 1, while its order 0 runs the RNEA kernel, whose rounding differs (~1e-16). For
+    solvers that difference torques against the Jacobians of the same kernels."""
+    model = check_model(model)
+    k = check_order(order)
+    stack, single = check_stack(model, q_stack, k + 3)
+    tau = _motion_kernel_torques(model, stack, k)
+    return tau[0] if single else tau
+
+
+def _motion_kernel_torques(model, stack, k):
+    """(n_samples, k+1, nv) raw torques of a checked stack by the motion kernel."""
+    n_samples, nv = stack.shape[0], stack.shape[2]
+    tau = np.empty((n_samples, k + 1, nv))
+    none = np.empty((0, 0, 0, 6))
+    run_on_threads(model, motion_kernel, "motion", (k, True),
+                   lambda kmodel, slots: motion_workspace(kmodel, k, True, slots),
+                   n_samples, taylor_from_raw(stack), False, False, True,
+                   (none, none, none, none, none, none, none, tau))
+    return raw_results({"tau": tau})["tau"]
 
 
 def link_poses(model, q):

@@ -50,6 +50,60 @@ def test_minimum_jerk_rest_order_1_has_zero_jerk_at_the_ends(chain3):
     assert np.max(np.abs(q - expected[:, None])) <= 1e-8
 
 
+def test_minimum_jerk_quintic_in_one_quadratic_step_to_round_off(chain3):
+    """Joint terms alone take the quadratic path (one float64 step from H theta, refined in
+    double-double): the quintic of the closed form to 1e-12 (observed 1.3e-15)."""
+    q0, q1, T = np.array([0.3, -1.0, 2.0]), np.array([-0.2, 0.5, 1.0]), 1.5
+    problem = MotionProblem(chain3, "joint_jerk", duration=T, degree=5, control_points=12,
+                            start=q0, goal=q1, rest_order=2, integration="gauss", limits="none")
+    result = solve(problem, [1.0])
+    t = np.linspace(0, T, 31)
+    expected = q0 + (q1 - q0) * quintic(t / T)[:, None]
+    assert result.status == "converged" and result.iterations <= 2
+    assert np.max(np.abs(result.sample(t, 0)[:, 0] - expected)) <= 1e-12
+
+
+def _with_zero_torque(chain3, costs, weights, **kwargs):
+    """The same cost through the general Newton path: a torque term of weight 0 makes the
+    problem nonlinear, and an explicit start skips the quadratic start."""
+    problem = MotionProblem(chain3, tuple(costs) + ("joint_torque",), **kwargs)
+    return solve(problem, list(weights) + [0.0], theta0=problem.initial_theta())
+
+
+def test_quadratic_path_matches_the_general_newton_solve(chain3):
+    """Case (a) (joint velocity, acceleration, jerk) by the quadratic path against the
+    Newton solver on the same cost: control points to 1e-12 rad (both at relative
+    stationarity <= 1e-12; observed 8e-16)."""
+    costs, weights = CASES["a"], [1.0, 2.0, 0.5]
+    fast = solve(MotionProblem(chain3, costs, **PAPER), weights)
+    general = _with_zero_torque(chain3, costs, weights, **PAPER)
+    assert fast.status == general.status == "converged"
+    assert np.max(np.abs(fast.control_points - general.control_points)) <= 1e-12
+    assert abs(fast.cost - general.cost) <= 1e-12 * general.cost
+
+
+def test_quadratic_path_with_an_active_limit_matches_the_general_newton_solve(chain3):
+    """Started at 4 rad/s away from its goal, joint 1's minimum acceleration + jerk motion
+    overshoots; an upper limit halfway is active on the quadratic path's first (active-set)
+    step: the same control points (1e-12 rad, observed 1e-16) and multipliers as the
+    Newton solver's."""
+    kwargs = dict(duration=1.0, samples=60, control_points=16, rest_order=1,
+                  boundary="data", start=[[0.0, 0.0, 0.0], [4.0, 0.0, 0.0]],
+                  goal=[[0.5, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    costs = ("joint_acceleration", "joint_jerk")
+    free = solve(MotionProblem(chain3, costs, limits="none", **kwargs), [1, 1])
+    peak = np.max(free.sample(np.linspace(0, 1, 60), 0)[:, 0, 0])
+    assert peak > 0.6, "the test needs an overshoot past the goal"
+    limits = ([-np.pi] * 3, [0.5 * (0.5 + peak), np.pi, np.pi])
+    fast = solve(MotionProblem(chain3, costs, limits=limits, **kwargs), [1, 1])
+    general = _with_zero_torque(chain3, costs, [1, 1], limits=limits, **kwargs)
+    assert fast.status == general.status == "converged" and fast.multipliers
+    assert np.max(np.abs(fast.control_points - general.control_points)) <= 1e-12
+    assert [m["time"] for m in fast.multipliers] == [m["time"] for m in general.multipliers]
+    np.testing.assert_allclose([m["value"] for m in fast.multipliers],
+                               [m["value"] for m in general.multipliers], rtol=1e-9)
+
+
 @pytest.mark.parametrize("case", ["a", "b", "c"])
 def test_paper_3dof_case_reaches_stationarity(paper_solutions, case):
     result = paper_solutions[case]

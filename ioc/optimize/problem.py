@@ -214,6 +214,7 @@ class MotionProblem:
         self.quadrature = make_quadrature(self.spline, integration, self.samples)
         n_free_min = self.spline.n_control - (n_fixed if constraints == "exact" else 0)
         self.first, self.basis = self.spline.local_basis(self.quadrature.times, self.K - 1)
+        self._stack_evaluator = self.spline.stack_evaluator(self.quadrature.times, self.K - 1)
         self.chain = SplineChain(self.first, self.basis, self.spline.n_control, nv)
         self._gross_chain = abs(self.chain.gradient_matrix)
         self.nonlinear = tuple(i for i, term in enumerate(self.terms) if term.kind != "joint")
@@ -383,7 +384,13 @@ class MotionProblem:
     # --- cost evaluation ---
 
     def stack(self, theta):
-        """Raw stacks q, ..., q^(K-1) at the quadrature nodes, (N, K, nv)."""
+        """Raw stacks q, ..., q^(K-1) at the quadrature nodes, (N, K, nv); a DD of float64
+        control points (the solvers' iterates) through the spline's fixed-time evaluator
+        (``ClampedBSpline.stack_evaluator``), anything else checked by ``evaluate``."""
+        shape = (self.spline.n_control, self.model.nv)
+        if isinstance(theta, DD) and all(isinstance(part, np.ndarray) and part.shape == shape
+                                         and part.dtype == np.float64 for part in theta):
+            return self._stack_evaluator(theta)
         return self.spline.evaluate(theta, self.quadrature.times, self.K - 1)
 
     def cost(self, theta, weights):

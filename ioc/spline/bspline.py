@@ -117,10 +117,15 @@ def dd_add(a, b):
     |a + b| (u = 2**-53), also under cancellation: the accurate double-word sum, i.e. exact
     two-sums of the hi and of the lo parts, then two renormalisations."""
     a, b = _as_dd(a), _as_dd(b)
-    s_hi, s_lo = _two_sum(a.hi, b.hi)
-    t_hi, t_lo = _two_sum(a.lo, b.lo)
+    return DD(*_add_parts(a.hi, a.lo, b.hi, b.lo))
+
+
+def _add_parts(a_hi, a_lo, b_hi, b_lo):
+    """:func:`dd_add` on the float64 parts, returns (hi, lo)."""
+    s_hi, s_lo = _two_sum(a_hi, b_hi)
+    t_hi, t_lo = _two_sum(a_lo, b_lo)
     v_hi, v_lo = _fast_two_sum(s_hi, s_lo + t_hi)
-    return DD(*_fast_two_sum(v_hi, t_lo + v_lo))
+    return _fast_two_sum(v_hi, t_lo + v_lo)
 
 
 def dd_sub(a, b):
@@ -142,9 +147,14 @@ def dd_mul(a, c):
 def _dd_mul_dd(a, b):
     """a * b for two DDs -> DD: exact a.hi * b.hi plus the first-order cross terms; the
     dropped a.lo * b.lo and the roundings leave a relative error of a few u**2."""
-    p_hi, p_lo = _two_prod(a.hi, b.hi)
-    t_hi, t_lo = _fast_two_sum(p_hi, a.hi * b.lo + a.lo * b.hi)
-    return DD(*_fast_two_sum(t_hi, t_lo + p_lo))
+    return DD(*_mul_parts(a.hi, a.lo, b.hi, b.lo))
+
+
+def _mul_parts(a_hi, a_lo, b_hi, b_lo):
+    """:func:`_dd_mul_dd` on the float64 parts, returns (hi, lo)."""
+    p_hi, p_lo = _two_prod(a_hi, b_hi)
+    t_hi, t_lo = _fast_two_sum(p_hi, a_hi * b_lo + a_lo * b_hi)
+    return _fast_two_sum(t_hi, t_lo + p_lo)
 
 
 def _dd_div(a, b):
@@ -153,11 +163,6 @@ def _dd_div(a, b):
     q1 = a.hi / b.hi
     residual = dd_sub(a, _dd_mul_dd(b, DD.of(q1)))
     return DD(*_fast_two_sum(q1, residual.hi / b.hi))
-
-
-def _dd_rows(a, rows):
-    """The rows ``rows`` (a slice or index array on axis 0) of a DD."""
-    return DD(a.hi[rows], a.lo[rows])
 
 
 # --- validation ---------------------------------------------------------------------------
@@ -428,8 +433,8 @@ class ClampedBSpline:
         """c^(l) -> c^(l+1) in double-double (one step of ``derivative_control_points``)."""
         scale = self._scales[l]
         trailing = (slice(None),) + (None,) * (c.hi.ndim - 1)
-        difference = dd_sub(_dd_rows(c, slice(1, None)), _dd_rows(c, slice(None, -1)))
-        return _dd_mul_dd(difference, DD(scale.hi[trailing], scale.lo[trailing]))
+        difference = _add_parts(c.hi[1:], c.lo[1:], -c.hi[:-1], -c.lo[:-1])
+        return DD(*_mul_parts(*difference, scale.hi[trailing], scale.lo[trailing]))
 
     def evaluate(self, theta, times, max_derivative):
         """Raw derivative stack q^(r)(t_m), r = 0..K, by the derivative-control-point route.
@@ -450,6 +455,13 @@ class ClampedBSpline:
             out[:, r] = matrices[r] @ c.value()
         return out
 
+    def stack_evaluator(self, times, max_derivative):
+        """A :class:`StackEvaluator`: ``evaluate(theta, times, max_derivative)`` at these
+        fixed times, for solver loops (checked here once, not at every call)."""
+        K = self._check_order("max_derivative", max_derivative)
+        first, bases, _ = self._sample_bases(times, K)
+        return StackEvaluator(self, first, bases)
+
     def boundary_derivatives(self, theta, max_derivative):
         """(start, end) = (q^(r)(0), q^(r)(T)) for r = 0..K, each (K+1, nv) float64 raw
         derivatives ((K+1,) for theta (n_c,)).
@@ -466,3 +478,39 @@ class ClampedBSpline:
             start.append(c.value()[0])
             end.append(c.value()[-1])
         return np.array(start), np.array(end)
+
+
+class StackEvaluator:
+    """q^(r)(t_m), r = 0..K, at fixed times from double-double control points, as
+    :meth:`ClampedBSpline.evaluate` computes them (the same derivative control points
+    c^(r), rounded, times the degree-(p-r) bases) but with the bases of every order in one
+    sparse matrix, so one product serves all orders, and without the checks of the times
+    and of theta: ``theta`` must be a DD of float64 (n_c, nv) arrays (as the solvers keep
+    them). Measured on the paper's 200 samples, K = 3, 3 joints (min of repeated calls on a
+    shared machine): ~145 -> ~100 us a call.
+
+    spline : ClampedBSpline; first (N,), bases [(N, p-r+1) for r = 0..K] (its
+    ``_sample_bases``)."""
+
+    def __init__(self, spline, first, bases):
+        self.spline, self.K, N = spline, len(bases) - 1, len(first)
+        n_c, orders = spline.n_control, len(bases)
+        offsets = np.concatenate([[0], np.cumsum([n_c - r for r in range(orders)])])
+        rows, columns = [], []
+        for r, b in enumerate(bases):
+            rows.append(np.broadcast_to((np.arange(N) * orders + r)[:, None], b.shape))
+            columns.append(offsets[r] + first[:, None] + np.arange(b.shape[1]))
+        self.matrix = sparse.csr_array(
+            (np.concatenate([b.ravel() for b in bases]),
+             (np.concatenate([x.ravel() for x in rows]),
+              np.concatenate([x.ravel() for x in columns]))),
+            shape=(N * orders, offsets[-1]))
+        self.shape = (N, orders)
+
+    def __call__(self, theta):
+        """(N, K+1, nv) raw derivatives at the times from the DD ``theta`` (n_c, nv)."""
+        c, values = theta, [theta.value()]
+        for l in range(self.K):
+            c = self.spline._difference_step(c, l)
+            values.append(c.value())
+        return (self.matrix @ np.concatenate(values)).reshape(self.shape + theta.hi.shape[1:])
