@@ -12,7 +12,7 @@ overrides its gravity, ``--lock joint=value`` fixes joints such as gripper finge
 ``--joints J1,J2,...`` (optimize, ioc) keeps only those movable, the others fixed at their
 ``--lock`` value, else at 0 (optimize) or at their mean over the data (ioc). ``--json``
 prints one JSON object (strict JSON: never NaN or inf). Every file is written atomically
-(ioc.results.write_atomically).
+(ioc.files.results.write_atomically).
 
 Errors: every command exits 2 with one line ``cmtm COMMAND: error: MESSAGE`` on stderr for
 bad input (argparse's own errors included); an unexpected exception, which is a bug, also
@@ -64,7 +64,7 @@ from ioc.choices import (BACKENDS, BOUNDARY_MODES, CONSTRAINT_MODES, ESTIMATORS,
 from ioc.commands.demo import add_demo
 from ioc.commands.engine import (DEFAULT_TOLERANCE, announce_compile, compiling,
                                  jacobian_discrepancies, precompile, stopped_compile)
-from ioc.commands.engine import check_jacobians_units, compile_notice  # noqa: F401 (as ioc.cli.X)
+from ioc.commands.engine import check_jacobians_units, compile_notice  # noqa: F401 (as cli.X)
 from ioc.commands.messages import one_line, recorded_warnings
 from ioc.commands.options import (OneLineParser, add_joints_argument, add_model_arguments,
                                   float_list, integer_at_least, joint_values_option,
@@ -106,7 +106,7 @@ def joint_values(model, values, default, option):
 
 
 def command_lock(args):
-    """The joints --lock and --joints fix (ioc.models.model_lock: the others at 0)."""
+    """The joints --lock and --joints fix (ioc.files.models.model_lock: the others at 0)."""
     return model_lock(args.model, args.lock, args.floating_base, args.joints)
 
 
@@ -154,7 +154,7 @@ def optimize(args):
 def build_problem(args, lock):
     """The MotionProblem of the command line, its model's joints ``lock`` fixed
     (ValueError on any bad value); start and goal default per joint to
-    :func:`ioc.models.default_boundary` of the limits of --limits."""
+    :func:`ioc.files.models.default_boundary` of the limits of --limits."""
     from ioc.optimize.problem import _limits
     model = resolve_model(args.model, lock, args.floating_base, args.gravity)
     start, goal = default_boundary(*_limits(model, args.limits))
@@ -168,7 +168,7 @@ def build_problem(args, lock):
 
 def print_boundary(args, problem):
     """A notice on stderr naming the joints whose default start and goal are not the
-    paper's (:data:`ioc.models.BOUNDARY_RULE`), with the values taken."""
+    paper's (:data:`ioc.files.models.BOUNDARY_RULE`), with the values taken."""
     if args.start is not None and args.goal is not None:
         return
     names = problem.model.joint_names
@@ -257,7 +257,7 @@ def print_summary(result, written):
 
 def recover(args):
     """Recover cost weights from motions (inverse optimal control): weights.json per trial
-    (ioc.weights_io), summary.csv per batch."""
+    (ioc.files.weights_io), summary.csv per batch."""
     settings = batch.Settings(**{f.name: getattr(args, f.name)
                                  for f in dataclasses.fields(batch.Settings)})
     paths = batch.expand_motion(args.motion)
@@ -270,13 +270,14 @@ def recover(args):
 
 
 def precompile_trials(paths, settings, terms, quiet=False):
-    """``cmtm.precompile`` with the units of the trials' costs (``ioc.costs.engine_units``):
-    those of ``terms``, the terms of --costs on --model that ``batch.check_inputs``
-    returned, or without them (None: every input a result.json) of every result's costs
-    (:func:`result_units`). Here for the trials of this machine: one trial or --pool
-    (run in this process), loky's workers and those of a local Dask cluster (no
-    --scheduler), which read this machine's cache; on the workers of the cluster at
-    --scheduler otherwise, once per cache they hold (``batch.precompile_on_workers``)."""
+    """``cmtm.precompile`` with the units of the trials' costs
+    (``ioc.optimize.costs.engine_units``): those of ``terms``, the terms of --costs on
+    --model that ``batch.check_inputs`` returned, or without them (None: every input a
+    result.json) of every result's costs (:func:`result_units`). Here for the trials of this
+    machine: one trial or --pool (run in this process), loky's workers and those of a local
+    Dask cluster (no --scheduler), which read this machine's cache; on the workers of the
+    cluster at --scheduler otherwise, once per cache they hold
+    (``batch.precompile_on_workers``)."""
     units = engine_units(terms) if terms is not None else result_units(paths, settings.costs)
     if settings.scheduler is None or settings.pool or len(paths) == 1:
         precompile(units, "ioc", quiet)
@@ -527,7 +528,7 @@ def add_ioc(commands):
                               "map")
     command.add_argument("--window", type=window_option, metavar="T0,T1",
                          help="fit only the samples with T0 <= t <= T1 (s, the file's time "
-                              "axis); ioc.data.segments finds movement windows")
+                              "axis); ioc.files.data.segments finds movement windows")
     command.add_argument("--noise", type=positive_float, metavar="SIGMA",
                          help="noise standard deviation of the angles: rad, or deg with "
                               "--degrees (a .mot saying inDegrees=yes needs --degrees for "
@@ -722,7 +723,7 @@ def main(argv=None):
     ``--debug`` exceptions and warnings propagate as Python shows them. ``argv`` None
     (the process's own command line, the console script): a process whose compile a
     signal stopped ends at once after its line (os._exit), skipping a teardown that can
-    crash (:data:`ioc.engine.stopped_compile`).
+    crash (:data:`ioc.commands.engine.stopped_compile`).
     """
     args, unknown = build_parser().parse_known_args(argv)
     if unknown:

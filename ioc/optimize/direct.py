@@ -8,7 +8,7 @@ Method
   from the engine's structured Jacobians, its second-order part from differences of the
   link and torque terms' Jacobians (``MotionProblem.evaluate(hessian="newton")``,
   ``MotionProblem._curvature``), so each step is a banded Cholesky solve
-  (``ioc.banded``). Gauss-Newton converges only linearly when the torque residuals are
+  (``ioc.spline.banded``). Gauss-Newton converges only linearly when the torque residuals are
   large at the optimum (gravity torques): the paper's case (c) took 53 iterations with
   a Newton polish at the end, 22 with Newton throughout. Where the Hessian is not
   positive definite (far from the optimum) it is shifted until it is (``_StepMatrix``);
@@ -23,7 +23,7 @@ Method
 * **Damped Gauss-Newton** (``start_mode="gauss_newton"``, the paper's: lambda = 1e-8,
   backtracking, full steps doubled while the cost falls) until the stationarity falls
   below ``newton_switch`` or progress slows, then Newton.
-* **Double-double control points** (``ioc.bspline.DD``): in float64 the control points
+* **Double-double control points** (``ioc.spline.bspline.DD``): in float64 the control points
   themselves cap the relative stationarity near 1e-8 (the jerk and torque-rate Hessians
   reach ~1e11, ioc_calibration.md). Iterates are kept as hi + lo pairs and the trajectory is
   evaluated from them without cancellation, so each step solves for a small correction.

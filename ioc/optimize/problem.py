@@ -162,7 +162,7 @@ class MotionProblem:
     """A direct (or inverse) motion problem; immutable after construction.
 
     model : kinematic_trees.CompiledTree
-    costs : names of the sub-costs (ioc.costs), comma-separated string or sequence
+    costs : names of the sub-costs (ioc.optimize.costs), comma-separated string or sequence
     duration T (s, in DURATION_RANGE), samples N (quadrature nodes of ``samples`` and
     limit nodes; with control_points bounded by the engine's memory budget), degree p,
     control_points n_c, start / goal (boundary "rest": q(0) and q(T), one value or nv;
@@ -437,9 +437,9 @@ class MotionProblem:
 
     def _values(self, q_stack, jacobians=True):
         """(y (N, d), Jy) of every term at the stack: the link and torque terms' from the
-        engine (``ioc.costs.term_values``, Jy (N, d, Kd, nv) over the orders they depend on,
-        ``engine_orders``); the joint terms' from their selectors (Jy (d, K, nv), the same
-        at every node: :meth:`_selectors`)."""
+        engine (``ioc.optimize.costs.term_values``, Jy (N, d, Kd, nv) over the orders they
+        depend on, ``engine_orders``); the joint terms' from their selectors (Jy (d, K, nv),
+        the same at every node: :meth:`_selectors`)."""
         values = [None] * len(self.terms)
         if self.nonlinear:
             engine = term_values(self.model, [self.terms[i] for i in self.nonlinear],
