@@ -25,8 +25,8 @@ H the Newton Hessian).
 2. **Maximum likelihood**: Levenberg-Marquardt on min sum |q_data - B theta*|^2 over the
    log-weights (w = softmax(eta): positive, moved by factors) and every trial's start and
    goal (nuisance parameters: 2 nv positions, or 2 (R+1) nv derivatives with "data"),
-   re-optimizing the motions (warm started) at every candidate, from the best (lowest
-   residual) of the linearized estimate, equal weights and each cost alone.
+   re-optimizing the motions (warm started) at every candidate, from the better (lower
+   residual) of the linearized estimate and equal weights.
 3. **Uncertainty**: the Fisher information J^T J / sigma^2 of that model at the estimate,
    with the nuisance parameters profiled out (Schur complement) and the weights restricted
    to the simplex's tangent space: per-weight standard deviations and 95 % intervals (the
@@ -542,8 +542,7 @@ def _inside_simplex(w, dw):
 def estimate_weights(trials, *, noise=None, max_iterations=30, progress=None,
                      uncertainty=True):
     """The data estimator: maximum likelihood (pooled over ``trials``, which share the
-    weights) from the best of the linearized estimate, equal weights and each cost alone;
-    without
+    weights) from the better of the linearized estimate and equal weights; without
     ``uncertainty`` the (costly) Fisher deviations are skipped (std and ci95 NaN-free
     zeros)."""
     _check_trials(trials)
@@ -553,13 +552,7 @@ def estimate_weights(trials, *, noise=None, max_iterations=30, progress=None,
     check_int("max_iterations", max_iterations, 0)
     check_callback("progress", progress)
     m = len(trials[0].problem.terms)
-    # each cost alone too: the likelihood of real motions has other basins. On DeepMimic
-    # clips (right arm of human.urdf, five costs, --boundary data) the first two starts
-    # ended at joint torque alone, 17.6 deg RMS on the walk (no limits) and 20.7 deg on
-    # the jump (the model's limits), where joint jerk alone gives 3.3 and 9.7 deg; the
-    # estimate's residual is now at most that of each cost alone (weights floored at 1e-6)
-    starts = [linearized_estimate(trials), np.full(m, 1.0 / m)] + \
-        (list(np.eye(m)) if m > 1 else [])
+    starts = [linearized_estimate(trials), np.full(m, 1.0 / m)]
     return maximum_likelihood(trials, starts, noise=noise, max_iterations=max_iterations,
                               progress=progress, uncertainty=uncertainty)
 
