@@ -26,7 +26,7 @@ that exact second derivatives by forward jets could not make it cheaper, only a 
 Block 2, real clips (``--clips``, default kick, walk, jump): ``cmtm ioc`` in a fresh
 process on the right arm of human.urdf (shoulder Z-X-Y and elbow Z from the clip, the
 rest locked at the clip's mean pose), the window the longest movement segment of the arm
-(ioc.data.segments), ``--boundary data``, the five costs and joint jerk alone, 20 control
+(examples/real_arm.py's, from ioc.data.segments), ``--boundary data``, the five costs and joint jerk alone, 20 control
 points, 200 samples, the model's joint limits (``--limits none`` drops them): exit
 status, wall time (import and compile-cache load included),
 the re-optimized motion's RMS to the data in degrees, the weights with their 95 %
@@ -37,6 +37,7 @@ kick,walk,jump] [--limits model|none] [--seed S] [--json PATH]; about 3 minutes 
 (the arm and the kick) under a minute.
 """
 import argparse
+import importlib.util
 import json
 import subprocess
 import sys
@@ -47,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 import ioc.estimate
-from ioc.data import MotionData, clip_motion, read_clip, segments
+from ioc.data import MotionData, read_clip
 from ioc.direct import solve
 from ioc.estimate import estimate_weights, prepare_trial
 from ioc.models import model_lock, resolve_model
@@ -66,8 +67,6 @@ DURATION = 2.0
 TIMES = np.linspace(0.0, DURATION, 201)
 NOISE_DEG = 0.1
 TARGETS = {"arm": 20.0, "human": 300.0}
-CLIP_ARM = {"right_shoulder": ("right_shoulder_Z", "right_shoulder_X", "right_shoulder_Y"),
-            "right_elbow": ("right_elbow_Z",)}
 
 
 def synthetic_trial(case, seed):
@@ -142,10 +141,12 @@ def print_synthetic(rows):
               f"{r['directions'] * r['jacobian_pass_s']:.3f} s, ratio {r['floor_ratio']:.2f}")
 
 
-def clip_window(path):
-    """The longest movement segment of the clip's right arm, (t0, t1) s."""
-    arm = clip_motion(read_clip(path), resolve_model("human"), CLIP_ARM)
-    return max(segments(arm), key=lambda s: s[1] - s[0])
+def real_arm_example():
+    """examples/real_arm.py as a module: its arm map and movement window."""
+    spec = importlib.util.spec_from_file_location("real_arm", ROOT / "examples" / "real_arm.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    return example
 
 
 def clip_rows(name, folder, limits):
@@ -153,9 +154,10 @@ def clip_rows(name, folder, limits):
     ``limits`` (--limits)."""
     import pybullet_data                            # the test extra: its data files only
     path = Path(pybullet_data.getDataPath()) / "data" / "motions" / f"humanoid3d_{name}.txt"
+    example = real_arm_example()
     arm_map = folder / "arm.json"
-    arm_map.write_text(json.dumps({c: j for c, j in CLIP_ARM.items()}), encoding="utf-8")
-    t0, t1 = clip_window(path)
+    arm_map.write_text(json.dumps(example.ARM_MAP), encoding="utf-8")
+    t0, t1 = example.movement_window(read_clip(path), resolve_model("human"))
     rows = []
     for label, costs in (("5 costs", ",".join(COSTS)), ("jerk alone", "joint_jerk")):
         command = [sys.executable, "-m", "ioc.cli", "ioc", "--model", "human", "--motion",
