@@ -51,6 +51,9 @@ HAND_JERK = "point_jerk[right_hand@0,-0.15,0]"
 COSTS = ("joint_acceleration", "joint_jerk", HAND_JERK, "joint_torque", "joint_torque_rate")
 SINGLE = ("joint_jerk",)
 """The comparison: minimum joint jerk alone."""
+LOCAL_MINIMUM = """The five costs fit worse than joint jerk alone, which they include: the
+estimate stopped in a local minimum of the likelihood (measured on DeepMimic's walk and
+jump, bench/README.md); read joint jerk alone as the better description of this take."""
 MEANING = """What the weights mean: the optimal motion for their weighted sum of the costs,
 between the window's measured end states, is the one of this family closest to this take
 (least squares on the joint angles). Each weight multiplies a raw cost in its own units
@@ -185,6 +188,8 @@ def main(argv=None):
     print(f"smoothing fit - data, RMS deg: {', '.join(f'{v:.3f}' for v in fit)}")
     print_estimate(f"{len(COSTS)} costs", records["costs"])
     print_estimate("joint jerk alone", records["jerk"])
+    if records["costs"]["rms_deg_all"] > records["jerk"]["rms_deg_all"]:
+        print(LOCAL_MINIMUM)
     print(MEANING)
     args.out.mkdir(parents=True, exist_ok=True)
     motions = {"costs": est.thetas[0], "jerk": single.thetas[0]}

@@ -85,6 +85,8 @@ def test_weights_lie_on_the_simplex_inside_their_intervals_and_the_verdict_follo
     assert verdict in stdout
     assert records["jerk"]["weights"] == [1.0] and "joint jerk alone: identifiable" in stdout
     assert abs(sum(costs["shares"]) - 1) <= 1e-12
+    worse = costs["rms_deg_all"] > records["jerk"]["rms_deg_all"]
+    assert ("fit worse than joint jerk alone" in stdout) == worse
 
 
 def test_example_states_what_the_weights_do_not_mean_and_writes_the_plot(run):
