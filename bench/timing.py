@@ -22,11 +22,12 @@ def best_seconds(call, repeats, warm_up=1, min_seconds=0.0):
 
 
 class Clock:
-    """Wall time spent inside the callables it wraps (outermost calls only, so a wrapped
-    function calling another wrapped one is not counted twice)."""
+    """Wall time spent inside the callables it wraps and the number of calls (outermost
+    calls only, so a wrapped function calling another wrapped one is not counted twice)."""
 
     def __init__(self):
         self.seconds = 0.0
+        self.calls = 0
         self._depth = 0
 
     def wrap(self, function):
@@ -35,6 +36,7 @@ class Clock:
             if self._depth:
                 return function(*args, **kwargs)
             self._depth += 1
+            self.calls += 1
             start = time.perf_counter()
             try:
                 return function(*args, **kwargs)

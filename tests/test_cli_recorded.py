@@ -137,3 +137,36 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(recorded, tmp_path, ext
     assert stderr.startswith("cmtm ioc: error: ") and stderr.count("\n") == 1
     assert message in stderr, stderr
     assert not out.exists()
+
+
+CLIP_BAD = {  # a DeepMimic clip on the human: map (JSON) and window, part of the message
+    "map names an unknown clip joint": ({"right_wing": ["right_shoulder_Z"]}, None,
+                                        "expected DeepMimic joints"),
+    "map names an unknown model joint": ({"right_elbow": ["right_elbow_Q"]}, None,
+                                         "got unknown right_elbow_Q"),
+    "window outside the clip": (None, "1.0,2.0",
+                                "expected a window inside the time axis [0, 1.53333] s"),
+    "window shorter than the spline": (None, "0.2,0.5",
+                                       "expected at least 10 samples (the spline's control "
+                                       "points), got 9"),
+}
+
+
+@pytest.mark.parametrize("mapping, window, message", CLIP_BAD.values(), ids=CLIP_BAD.keys())
+def test_bad_clip_input_is_one_line_exit_2_and_writes_nothing(tmp_path, mapping, window,
+                                                             message):
+    extra = []
+    if mapping is not None:
+        path = tmp_path / "map.json"
+        path.write_text(json.dumps(mapping), encoding="utf-8")
+        extra += ["--map", str(path)]
+    if window is not None:
+        extra += ["--window", window]
+    out = tmp_path / "out"
+    code, stdout, stderr = run(["ioc", "--model", "human", "--motion", KICK, *extra,
+                                "--costs", "joint_jerk", "--control-points", "10",
+                                "--out", str(out)])
+    assert code == 2 and stdout == ""
+    assert stderr.startswith("cmtm ioc: error: ") and stderr.count("\n") == 1
+    assert message in stderr, stderr
+    assert not out.exists()

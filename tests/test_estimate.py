@@ -93,3 +93,19 @@ def test_realistic_noise_is_honest(chain3, truth, seed):
     assert abs(estimate.data_rms([trial])[0] / sigma - 1) <= 0.3
     # plain inverse KKT on the fitted motion collapses and must not claim identifiability
     assert not recover_weights(trial.problem, trial.theta).identifiable
+
+
+def test_region_points_stay_on_the_simplex_when_rounding_leaves_a_variance_negative():
+    """The pseudo-inverse of a numerically indefinite Fisher information can leave a
+    variance at -1e-20 (DeepMimic's jump gave NaN weights before): that weight's moves
+    stay at w, every point is a finite weight vector on the simplex."""
+    from ioc.estimate import _region_points
+    w = np.array([0.5, 0.3, 0.2 - 1e-12, 1e-12])
+    A = np.random.default_rng(0).normal(size=(4, 3)) * 0.01
+    cov = A @ A.T
+    cov[3, 3] = -1e-20
+    points = np.array(_region_points(w, cov))
+    assert np.all(np.isfinite(points)) and np.all(points >= 0)
+    np.testing.assert_allclose(points.sum(axis=1), 1.0, rtol=0, atol=1e-15)  # rounding
+    moves_of_the_last = points[2 * np.count_nonzero(np.linalg.eigvalsh(cov) > 0) + 6:][:2]
+    np.testing.assert_array_equal(moves_of_the_last, [w / w.sum(), w / w.sum()])

@@ -165,7 +165,9 @@ def to_json(record):
 
 def write_atomically(path, write, binary=False):
     """Create or replace ``path`` whole: ``write(file)`` fills a temporary file in the same
-    folder (text: UTF-8, no newline translation), which then replaces ``path``."""
+    folder (text: UTF-8, no newline translation), which then replaces ``path``. A process
+    killed by SIGKILL while writing leaves the temporary file (TEMPORARY_GLOB), which the
+    next run into that --out removes (:func:`output_folder`)."""
     path = Path(path)
     temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     try:
@@ -179,6 +181,9 @@ def write_atomically(path, write, binary=False):
         temp.unlink(missing_ok=True)
 
 
+TEMPORARY_GLOB = ".*.[0-9a-f]*.tmp"
+"""The name of :func:`write_atomically`'s temporary files."""
+
 LOCKED_OUT = ("another cmtm run is writing into it; wait for it to finish or choose "
               "another --out")
 
@@ -191,7 +196,8 @@ def output_folder(out):
     holds it: the folder is locked (``flock`` on the folder itself, released when the run
     ends, also when its process is killed) so that two runs never write one folder at
     once. A folder created here is removed again if the run fails or is stopped before
-    writing anything into it."""
+    writing anything into it. Temporary files that a killed run left in ``out`` or its
+    trial folders are removed once the lock is held (no other run writes them then)."""
     if out is None:
         yield out
         return
@@ -207,6 +213,7 @@ def output_folder(out):
     with _locked(out):
         try:
             _check_writable(out)
+            _remove_left_temporaries(out)
             yield out
         except BaseException:
             for folder in created:                     # the deepest first, while empty
@@ -214,6 +221,13 @@ def output_folder(out):
                     break
                 folder.rmdir()
             raise
+
+
+def _remove_left_temporaries(out):
+    """Remove :func:`write_atomically`'s temporary files in ``out`` and its subfolders one
+    level down (a batch's trial folders), left there by a run killed while writing."""
+    for temp in (*out.glob(TEMPORARY_GLOB), *out.glob(f"*/{TEMPORARY_GLOB}")):
+        temp.unlink(missing_ok=True)
 
 
 def _check_writable(folder):

@@ -491,10 +491,27 @@ def _region_std(trials, thetas, w, cov, sigma, sensitivities,
     truth's. Each re-optimization starts from the estimate's motions moved to first order
     (``sensitivities``, at the estimate)."""
     out = np.zeros(len(w))
+    bounds = [(t.problem.start, t.problem.goal) for t in trials]
+    no_move = [np.zeros(t.problem.start.size + t.problem.goal.size) for t in trials]
+    for wk in _region_points(w, cov):
+        starts = _predicted(trials, sensitivities, thetas, wk - w, bounds, no_move)
+        moved = [_optimal(t, wk, t.problem.start, t.problem.goal, th, options)[1]
+                 for t, th in zip(trials, starts)]
+        cov_k = fisher_covariance(trials, moved, wk, sigma)
+        out = np.maximum(out, np.sqrt(np.maximum(np.diag(cov_k), 0.0)))
+    return out
+
+
+def _region_points(w, cov):
+    """The weights where :func:`_region_std` evaluates the Fisher bounds (its docstring),
+    and equal weights. A variance that rounding left negative (the pseudo-inverse of a
+    numerically indefinite information matrix; measured on DeepMimic's jump) counts as 0:
+    its moves stay at w."""
     values, vectors = np.linalg.eigh(cov)
     points = [_inside_simplex(w, sign * Z95 * np.sqrt(v) * u)
               for v, u in zip(values, vectors.T) if v > 0 for sign in (-1.0, 1.0)]
-    points += [_inside_simplex(w, sign * Z95 * np.sqrt(cov[i, i]) * _coordinate_move(w, i))
+    points += [_inside_simplex(w, sign * Z95 * np.sqrt(max(cov[i, i], 0.0))
+                               * _coordinate_move(w, i))
                for i in range(len(w)) for sign in (-1.0, 1.0)]
     # the same ellipsoid in log-weights, cov(eta) = D^-1 cov(w) D^-1 (D = diag w):
     # its ends move small weights by factors, the way the estimator moves them
@@ -502,16 +519,7 @@ def _region_std(trials, thetas, w, cov, sigma, sensitivities,
     values, vectors = np.linalg.eigh(log_cov)
     points += [_softmax(_log_weights(w) + sign * Z95 * np.sqrt(v) * u)
                for v, u in zip(values, vectors.T) if v > 0 for sign in (-1.0, 1.0)]
-    points.append(np.full(len(w), 1.0 / len(w)))
-    bounds = [(t.problem.start, t.problem.goal) for t in trials]
-    no_move = [np.zeros(t.problem.start.size + t.problem.goal.size) for t in trials]
-    for wk in points:
-        starts = _predicted(trials, sensitivities, thetas, wk - w, bounds, no_move)
-        moved = [_optimal(t, wk, t.problem.start, t.problem.goal, th, options)[1]
-                 for t, th in zip(trials, starts)]
-        cov_k = fisher_covariance(trials, moved, wk, sigma)
-        out = np.maximum(out, np.sqrt(np.maximum(np.diag(cov_k), 0.0)))
-    return out
+    return points + [np.full(len(w), 1.0 / len(w))]
 
 
 def _coordinate_move(w, i):
