@@ -6,9 +6,9 @@ data go through an output-error model instead:
 
     q_data(t_d) = B(t_d) theta*(w, start, goal) + noise,   noise ~ N(0, sigma^2),
 
-where theta*(w, start, goal) is the optimal motion for the weights (ioc.direct) and B the
+where theta*(w, start, goal) is the optimal motion for the weights (ioc.optimize.direct) and B the
 spline's design matrix at the data times; start and goal are the boundary values of the
-problem's ``boundary`` (ioc.problem): "rest", the end positions (the motion starts and ends
+problem's ``boundary`` (ioc.optimize.problem): "rest", the end positions (the motion starts and ends
 at rest, q^(1..R) = 0), or "data", the end stacks (q, ..., q^(R)), for recorded motions
 that start or end moving. Which to use: "rest" when the trial was cut at rest (a reach
 from and to a still hand; it adds no parameters), "data" whenever the hand or joint still
@@ -80,8 +80,8 @@ class Trial:
 def prepare_trial(model, costs, data, *, degree=5, control_points=50, rest_order=1,
                   integration="samples", samples=200, limits="model", noise=None,
                   boundary="rest"):
-    """A :class:`Trial` from a :class:`ioc.data.MotionData`: the time axis starts at 0, a
-    smoothing quintic (P-spline, ioc.data.fit_spline) on the problem's knot grid gives the
+    """A :class:`Trial` from a :class:`ioc.files.data.MotionData`: the time axis starts at 0, a
+    smoothing quintic (P-spline, ioc.files.data.fit_spline) on the problem's knot grid gives the
     starting motion, its ends the start and goal: with ``boundary="rest"`` a fit at rest
     (q^(1..R) = 0) and its end positions, with ``"data"`` a free fit and its end stacks
     (q, ..., q^(R)), so the first and last R+1 control points are the fit's."""
@@ -110,7 +110,7 @@ def _data_samples(model, data):
     times are N >= 2 strictly increasing finite values and q has one column per joint."""
     check_model(model)
     if not isinstance(data, MotionData):
-        raise ValueError(f"data: expected an ioc.data.MotionData (ioc.read_motion), got "
+        raise ValueError(f"data: expected an ioc.files.data.MotionData (ioc.read_motion), got "
                          f"{type(data).__name__}")
     times = as_float_array("data.times", data.times)
     q = as_float_array("data.q", data.q)
@@ -235,7 +235,7 @@ def _without_boundary_moves(sens):
 
 
 def simplex_least_squares(M):
-    """argmin |M w| s.t. w >= 0, sum(w) = 1, on column-scaled M (ioc.inverse_kkt)."""
+    """argmin |M w| s.t. w >= 0, sum(w) = 1, on column-scaled M (ioc.inverse.inverse_kkt)."""
     scale = np.linalg.norm(M, axis=0)
     scale = np.where(scale > 0, scale, 1.0)
     v, _, _ = _solve_scaled((M / scale).T, np.zeros((0, M.shape[0])), 1.0 / scale)
@@ -561,7 +561,7 @@ def _check_trials(trials):
     """ValueError unless ``trials`` is a non-empty sequence of Trial sharing their costs."""
     if isinstance(trials, Trial) or not isinstance(trials, (list, tuple)) or not trials \
             or not all(isinstance(t, Trial) for t in trials):
-        raise ValueError(f"trials: expected a non-empty list of ioc.estimate.Trial "
+        raise ValueError(f"trials: expected a non-empty list of ioc.inverse.estimate.Trial "
                          f"(prepare_trial), got {trials!r}")
     costs = [tuple(term.name for term in t.problem.terms) for t in trials]
     if len(set(costs)) > 1:
@@ -571,7 +571,7 @@ def _check_trials(trials):
 
 def kkt_stationarity(problem, theta, w):
     """(absolute, relative) KKT residual of the motion ``theta`` for the weights ``w``
-    (ioc.direct's measure): how far the motion is from optimal for them."""
+    (ioc.optimize.direct's measure): how far the motion is from optimal for them."""
     from ioc.optimize.direct import _Limits, _stationarity
     ev = problem.evaluate(theta, w)
     stat, _, _ = _stationarity(problem, ev, w, _Limits(problem, theta), SolverOptions())
