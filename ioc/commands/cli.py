@@ -528,7 +528,7 @@ def add_ioc(commands):
                               "map")
     command.add_argument("--window", type=window_option, metavar="T0,T1",
                          help="fit only the samples with T0 <= t <= T1 (s, the file's time "
-                              "axis); ioc.files.data.segments finds movement windows")
+                              "axis); ioc.data.segments finds movement windows")
     command.add_argument("--noise", type=positive_float, metavar="SIGMA",
                          help="noise standard deviation of the angles: rad, or deg with "
                               "--degrees (a .mot saying inDegrees=yes needs --degrees for "

@@ -110,7 +110,7 @@ def _data_samples(model, data):
     times are N >= 2 strictly increasing finite values and q has one column per joint."""
     check_model(model)
     if not isinstance(data, MotionData):
-        raise ValueError(f"data: expected an ioc.files.data.MotionData (ioc.read_motion), got "
+        raise ValueError(f"data: expected an ioc.data.MotionData (ioc.read_motion), got "
                          f"{type(data).__name__}")
     times = as_float_array("data.times", data.times)
     q = as_float_array("data.q", data.q)
@@ -561,7 +561,7 @@ def _check_trials(trials):
     """ValueError unless ``trials`` is a non-empty sequence of Trial sharing their costs."""
     if isinstance(trials, Trial) or not isinstance(trials, (list, tuple)) or not trials \
             or not all(isinstance(t, Trial) for t in trials):
-        raise ValueError(f"trials: expected a non-empty list of ioc.inverse.estimate.Trial "
+        raise ValueError(f"trials: expected a non-empty list of ioc.estimate.Trial "
                          f"(prepare_trial), got {trials!r}")
     costs = [tuple(term.name for term in t.problem.terms) for t in trials]
     if len(set(costs)) > 1:
