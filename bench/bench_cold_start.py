@@ -31,7 +31,7 @@ def cold_run():
     cache, out = tempfile.mkdtemp(prefix="cmtm-cold-cache-"), tempfile.mkdtemp(prefix="cmtm-cold-")
     env = dict(os.environ, NUMBA_CACHE_DIR=cache,
                PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    command = [sys.executable, "-m", "ioc.cli", "optimize", "--model", "chain3", "--costs",
+    command = [sys.executable, "-m", "ioc.commands.cli", "optimize", "--model", "chain3", "--costs",
                COSTS, "--weights", "1,1,1,1,1", f"--limits={-math.pi},{math.pi}", "--out",
                out]
     started = time.perf_counter()

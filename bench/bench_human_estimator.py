@@ -13,7 +13,7 @@ goes through ``prepare_trial(boundary="data")`` and ``estimate_weights`` (``esti
 linearized start, maximum likelihood, Fisher intervals). Where the time goes, by timers
 wrapped around the estimator's parts (outermost calls): ``curv`` the Newton Hessians'
 second-order parts (MotionProblem._curvature: differences of the terms' exact
-vector-Jacobian products), ``solves`` the re-optimizations (ioc.direct.solve, their
+vector-Jacobian products), ``solves`` the re-optimizations (ioc.optimize.direct.solve, their
 curvatures included), ``sens`` the implicit-function sensitivities (theirs included);
 then the L1 error of the weights, how many 95 % intervals cover the truth, and the
 issue's targets (arm <= 20 s, human <= 5 min) as met or not. Under the table, one
@@ -26,7 +26,8 @@ that exact second derivatives by forward jets could not make it cheaper, only a 
 Block 2, real clips (``--clips``, default kick, walk, jump): ``cmtm ioc`` in a fresh
 process on the right arm of human.urdf (shoulder Z-X-Y and elbow Z from the clip, the
 rest locked at the clip's mean pose), the window the longest movement segment of the arm
-(examples/real_arm.py's, from ioc.data.segments), ``--boundary data``, the five costs and joint jerk alone, 20 control
+(examples/real_arm.py's, from ioc.files.data.segments), ``--boundary data``, the five
+costs and joint jerk alone, 20 control
 points, 200 samples, the model's joint limits (``--limits none`` drops them): exit
 status, wall time (import and compile-cache load included),
 the re-optimized motion's RMS to the data in degrees, the weights with their 95 %
@@ -47,13 +48,13 @@ from pathlib import Path
 
 import numpy as np
 
-import ioc.estimate
-from ioc.data import MotionData, read_clip
-from ioc.direct import solve
-from ioc.estimate import estimate_weights, prepare_trial
-from ioc.models import model_lock, resolve_model
-from ioc.costs import term_values
-from ioc.problem import MotionProblem
+import ioc.inverse.estimate
+from ioc.files.data import MotionData, read_clip
+from ioc.files.models import model_lock, resolve_model
+from ioc.inverse.estimate import estimate_weights, prepare_trial
+from ioc.optimize.costs import term_values
+from ioc.optimize.direct import solve
+from ioc.optimize.problem import MotionProblem
 from timing import best_seconds, clocked
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,8 +85,8 @@ def synthetic_trial(case, seed):
     return prepare_trial(model, COSTS, data, boundary="data", **SETTINGS), setup
 
 
-PARTS = {"curv": [(MotionProblem, "_curvature")], "solves": [(ioc.estimate, "solve")],
-         "sens": [(ioc.estimate, "sensitivity")]}
+PARTS = {"curv": [(MotionProblem, "_curvature")], "solves": [(ioc.inverse.estimate, "solve")],
+         "sens": [(ioc.inverse.estimate, "sensitivity")]}
 
 
 def synthetic_row(case, seed):
@@ -108,7 +109,7 @@ def synthetic_row(case, seed):
 def curvature_floor(problem, theta, w):
     """One curvature (MotionProblem._curvature) at the estimate against what any
     forward-mode second derivative pays: one Jacobian pass of the link, point and torque
-    terms (ioc.costs.term_values, every sample) per differenced stack direction."""
+    terms (ioc.optimize.costs.term_values, every sample) per differenced stack direction."""
     q_stack = problem.stack(theta)
     values = problem._values(q_stack)
     Kd, nv = problem.engine_orders, problem.model.nv
@@ -160,7 +161,7 @@ def clip_rows(name, folder, limits):
     t0, t1 = example.movement_window(read_clip(path), resolve_model("human"))
     rows = []
     for label, costs in (("5 costs", ",".join(COSTS)), ("jerk alone", "joint_jerk")):
-        command = [sys.executable, "-m", "ioc.cli", "ioc", "--model", "human", "--motion",
+        command = [sys.executable, "-m", "ioc.commands.cli", "ioc", "--model", "human", "--motion",
                    str(path), "--map", str(arm_map), "--window", f"{t0!r},{t1!r}",
                    "--boundary", "data", "--limits", limits, "--costs", costs, "--control-points",
                    str(SETTINGS["control_points"]), "--samples", str(SETTINGS["samples"]),

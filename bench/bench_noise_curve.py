@@ -5,7 +5,7 @@ The 3-DoF arm (serial_chain(3)), five costs (joint velocity, acceleration, jerk,
 torque rate) with unequal weights (0.5, 0.1, 0.2, 0.15, 0.05), T = 2 s, a quintic spline of
 14 control points, 60 quadrature samples; the optimal motion is sampled at 100 Hz and
 Gaussian noise of sigma degrees is added (seeded). For each sigma the table gives the mean
-L1 error of the maximum-likelihood estimator (ioc.estimate), of its linearized starting
+L1 error of the maximum-likelihood estimator (ioc.inverse.estimate), of its linearized starting
 point, and of plain inverse KKT on the fitted motion, next to the bound's expected L1
 sqrt(2/pi) sum_i std_i (Fisher information at the true motion), their ratio, how many
 weights the estimator reported undetermined, the coverage of its 95 % intervals (the share of
@@ -21,11 +21,11 @@ import time
 import numpy as np
 
 import kinematic_trees as kt
-from ioc.data import MotionData
-from ioc.direct import solve
-from ioc.estimate import Trial, estimate_weights, fisher_covariance, prepare_trial
-from ioc.inverse_kkt import recover_weights
-from ioc.problem import MotionProblem
+from ioc.files.data import MotionData
+from ioc.inverse.estimate import Trial, estimate_weights, fisher_covariance, prepare_trial
+from ioc.inverse.inverse_kkt import recover_weights
+from ioc.optimize.direct import solve
+from ioc.optimize.problem import MotionProblem
 
 COSTS = ("joint_velocity", "joint_acceleration", "joint_jerk", "joint_torque",
          "joint_torque_rate")

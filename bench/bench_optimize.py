@@ -1,7 +1,7 @@
 """How long do the direct and inverse problems take, where does the time go, and how many
 measured trials per minute does the estimator handle?
 
-One run, side by side on the same problems (ioc.direct.solve, default SolverOptions):
+One run, side by side on the same problems (ioc.optimize.direct.solve, default SolverOptions):
 
 * the paper's 3-DoF cases (a), (b), (c) on ``serial_chain(3)`` (PAPER below: T = 2 s,
   200 samples, quintic spline, 50 control points, 1.57 -> -1.57 rad, rest order 1, limits
@@ -24,10 +24,10 @@ Columns, per case:
 * it, stat, status, wall s, s/it: iterations, relative KKT stationarity, solver status,
   the median wall time of up to --repeats warm solves (a case stops repeating once its
   timed solves have taken --budget seconds; n is how many were timed) and wall / it.
-* terms %: the share of the wall time spent in ``term_values`` (ioc.costs: one
+* terms %: the share of the wall time spent in ``term_values`` (ioc.optimize.costs: one
   ``cmtm.motion`` and one Jacobian call per evaluation, plus stacking the per-term
-  Jacobians), measured by wrapping ``ioc.problem.term_values`` (the name ioc.problem
-  calls) with a timer; cmtm %: the part of it inside the engine calls proper
+  Jacobians), measured by wrapping ``ioc.optimize.problem.term_values`` (the name
+  ioc.optimize.problem calls) with a timer; cmtm %: the part of it inside the engine calls proper
   (``cmtm.motion`` and the Jacobian source), wrapped the same way; hess %: the share
   spent in the Newton Hessian's second-order part (``MotionProblem._curvature``,
   differences of the terms' Jacobians, whose term_values calls are part of terms %). The
@@ -37,7 +37,7 @@ Columns, per case:
   (``cmtm.reference.fd_jacobians``, central differences of the engine), its own compile
   column, wall time, iterations, stationarity and FD s / structured s. Skipped (and said
   so) for models with more than --fd-max-nv joints.
-* KKT ms, L1: ``ioc.inverse_kkt.recover_weights`` on the structured solution (median of
+* KKT ms, L1: ``ioc.inverse.inverse_kkt.recover_weights`` on the structured solution (median of
   --repeats calls) and its L1 error against the true weights normalised to sum 1.
 * target: the issue's targets on the structured wall time, on a 2-core machine: case (c)
   < 1 s, Panda < 3 s, human < 30 s.
@@ -90,14 +90,14 @@ import joblib  # noqa: E402
 from timing import clocked  # noqa: E402
 
 import cmtm  # noqa: E402
-import ioc.costs  # noqa: E402
-import ioc.problem  # noqa: E402
+import ioc.optimize.costs  # noqa: E402
+import ioc.optimize.problem  # noqa: E402
 import kinematic_trees as kt  # noqa: E402
-from ioc.data import MotionData  # noqa: E402
-from ioc.direct import solve  # noqa: E402
-from ioc.estimate import estimate_weights, prepare_trial  # noqa: E402
-from ioc.inverse_kkt import recover_weights  # noqa: E402
-from ioc.problem import MotionProblem  # noqa: E402
+from ioc.files.data import MotionData  # noqa: E402
+from ioc.inverse.estimate import estimate_weights, prepare_trial  # noqa: E402
+from ioc.inverse.inverse_kkt import recover_weights  # noqa: E402
+from ioc.optimize.direct import solve  # noqa: E402
+from ioc.optimize.problem import MotionProblem  # noqa: E402
 
 PAPER = dict(duration=2.0, samples=200, degree=5, control_points=50, start=1.57, goal=-1.57,
              rest_order=1, limits=(-np.pi, np.pi))
@@ -147,12 +147,13 @@ def direct_cases(skip_human):
 
 @contextmanager
 def engine_clocks():
-    """(terms, cmtm, hessian) clocks while ``ioc.problem.term_values``, the engine calls it
+    """(terms, cmtm, hessian) clocks while ``ioc.optimize.problem.term_values``, the engine calls it
     makes (``cmtm.motion``, the JACOBIAN_SOURCES entries) and the Newton Hessian's second-order
     part (``MotionProblem._curvature``, differences of the terms' Jacobians) are wrapped;
     restored on exit."""
-    sources = [(ioc.costs.JACOBIAN_SOURCES, name) for name in ioc.costs.JACOBIAN_SOURCES]
-    with clocked({"terms": [(ioc.problem, "term_values")],
+    sources = [(ioc.optimize.costs.JACOBIAN_SOURCES, name)
+               for name in ioc.optimize.costs.JACOBIAN_SOURCES]
+    with clocked({"terms": [(ioc.optimize.problem, "term_values")],
                   "cmtm": [(cmtm, "motion")] + sources,
                   "hessian": [(MotionProblem, "_curvature")]}) as clocks:
         yield clocks["terms"], clocks["cmtm"], clocks["hessian"]
@@ -348,9 +349,9 @@ def batch_line(row):
 def print_table(rows, batch, args, wall_s):
     cache = "project's cache (--cached): load" if args.cached else "empty cache: cold compile"
     print_block(
-        f"Direct solves (ioc.direct.solve, default options), median of up to {args.repeats} "
-        f"warm solves (n timed, --budget {args.budget:g} s); compile s = first minus second "
-        f"Newton evaluation ({cache}); terms % / cmtm % / hess % of the wall time in "
+        f"Direct solves (ioc.optimize.direct.solve, default options), median of up to "
+        f"{args.repeats} warm solves (n timed, --budget {args.budget:g} s); compile s = first "
+        f"minus second Newton evaluation ({cache}); terms % / cmtm % / hess % of the wall time in "
         f"term_values / in the engine calls / in the Newton Hessian's differences; FD = "
         f"jacobians='finite_differences'; KKT = recover_weights on the structured "
         f"solution, L1 against the normalised true weights",

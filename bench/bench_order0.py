@@ -64,7 +64,7 @@ One run prints five blocks, every number measured in that run:
    first (every kernel compiled by one process per CPU at once, then loaded; its time
    included) and the command line ``cmtm
    check-jacobians --model panda --order 2`` (CLI_ARGS, run as the ``cmtm`` entry point
-   ``ioc.cli:main``; its whole wall time including interpreter start and imports, and the
+   ``ioc.commands.cli:main``; its whole wall time including interpreter start and imports, and the
    parallel compile of the kernels it runs, which the command starts itself on a cold cache
    (``cmtm.precompile`` with its units); target <= 30 s cold; rel err is the largest
    structured-vs-FD difference it reports).
@@ -177,7 +177,8 @@ for round in range(2):
 print(json.dumps({{"import": import_s, "first": seconds[0], "steady": seconds[1]}}))
 """
 
-CLI = "import sys; sys.path.insert(0, {root!r}); from ioc.cli import main; sys.exit(main())"
+CLI = ("import sys; sys.path.insert(0, {root!r}); from ioc.commands.cli import main; "
+       "sys.exit(main())")
 
 IMPORT = """
 import sys, time

@@ -21,7 +21,7 @@ Cases (T = 2 s, 200 samples, quintic spline with 50 control points, rest order 1
   joint jerk, equal weights.
 
 Each case is solved from the same initial motion (``MotionProblem.initial_theta``) by our
-solver (``ioc.direct.solve``, default options: relative stationarity 1e-13) and by IPOPT
+solver (``ioc.optimize.direct.solve``, default options: relative stationarity 1e-13) and by IPOPT
 (``--ipopt-tol``, default 1e-10: tighter tolerances end at "acceptable level" after extra
 iterations, as IPOPT stops at the float64 floor), with the joint limits as linear
 constraints ("IPOPT lim") and without them ("IPOPT free": the limits are inactive at
@@ -30,7 +30,7 @@ two. Both sides are warm (one untimed solve each: our Numba kernels and caches, 
 compiled graph); then rounds alternate ours, IPOPT lim, IPOPT free until --rounds rounds or
 --budget seconds of a case, and each side's best wall time is kept. The final costs must
 agree to COST_TOLERANCE relative; "stat" is the relative KKT stationarity by our measure
-(``ioc.direct``) at each solution.
+(``ioc.optimize.direct``) at each solution.
 
 Graphs: CasADi's SX graph expanded for models up to EXPAND_MAX_NV joints (fastest per
 iteration; 5-25 s to build), its MX graph with the per-sample function mapped over the
@@ -59,14 +59,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import cmtm  # noqa: E402
-import ioc.banded  # noqa: E402
-import ioc.problem  # noqa: E402
+import ioc.spline.banded  # noqa: E402
+import ioc.optimize.problem  # noqa: E402
 import kinematic_trees as kt  # noqa: E402
 from casadi_peer import PeerProblem  # noqa: E402
-from ioc.bspline import DD  # noqa: E402
-from ioc.direct import solve  # noqa: E402
-from ioc.estimate import kkt_stationarity  # noqa: E402
-from ioc.problem import MotionProblem  # noqa: E402
+from ioc.inverse.estimate import kkt_stationarity  # noqa: E402
+from ioc.optimize.direct import solve  # noqa: E402
+from ioc.optimize.problem import MotionProblem  # noqa: E402
+from ioc.spline.bspline import DD  # noqa: E402
 from timing import clocked  # noqa: E402
 
 PAPER = dict(duration=2.0, samples=200, degree=5, control_points=50, start=1.57, goal=-1.57,
@@ -119,7 +119,7 @@ def check_outputs(problem, peer):
     of its torques against cmtm.inverse_dynamics, at the initial motion's stack;
     SystemExit above CHECK_TOLERANCE."""
     q_stack = problem.stack(problem.initial_theta())
-    ours = [y for y, _ in ioc.problem.term_values(problem.model, problem.terms, q_stack,
+    ours = [y for y, _ in ioc.optimize.problem.term_values(problem.model, problem.terms, q_stack,
                                                   jacobians=False)]
     theirs = peer.stack_values(q_stack)
     worst = max(_relative(a, b) for a, b in zip(theirs, ours))
@@ -141,10 +141,10 @@ def _relative(a, b):
 def where_ours_goes(problem, weights):
     """Shares of one warm solve's wall time: engine calls, the Hessian's second-order part
     (engine calls included), its chaining, Cholesky factorizations."""
-    targets = {"engine": [(ioc.problem, "term_values")],
+    targets = {"engine": [(ioc.optimize.problem, "term_values")],
                "curvature": [(MotionProblem, "_curvature")],
-               "chain": [(ioc.banded.SplineChain, "hessian")],
-               "cholesky": [(ioc.banded.BandedCholesky, "__init__")]}
+               "chain": [(ioc.spline.banded.SplineChain, "hessian")],
+               "cholesky": [(ioc.spline.banded.BandedCholesky, "__init__")]}
     with clocked(targets) as clocks:
         start = time.perf_counter()
         solve(problem, weights)

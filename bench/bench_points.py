@@ -20,7 +20,7 @@ the 36-joint human and the same human on a floating pelvis (42 joints), the righ
 point (0, -0.15, 0). FD err and JAX err are max |J - J_cmtm| / max |J_cmtm|.
 
 Block 2, a cost term on the human (fixed pelvis, 36 joints): per sample over --samples
-samples, the value and stack Jacobian of one term (``ioc.costs.term_values``: what the
+samples, the value and stack Jacobian of one term (``ioc.optimize.costs.term_values``: what the
 optimizer and the inverse problem evaluate at every iterate) for
 
 * point_jerk[right_hand@0,-0.15,0]   the hand's world jerk p''' (3 rows)
@@ -57,7 +57,7 @@ import ioc  # noqa: E402
 import kinematic_trees as kt  # noqa: E402
 from bench_jacobians import (TIMED_SECONDS, WARM_UP_CALLS, one_numba_thread,  # noqa: E402
                              relative_error)
-from ioc.costs import parse_terms, stack_orders, term_values  # noqa: E402
+from ioc.optimize.costs import parse_terms, stack_orders, term_values  # noqa: E402
 from timing import best_seconds  # noqa: E402
 
 ORDER = 2

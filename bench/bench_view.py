@@ -1,7 +1,7 @@
 """How long does the motion page (``cmtm view``) take to open, against plotly's own page?
 
 Writes the 36-joint human's page over 200 frames (a random quintic motion with a data
-track: every part a page can hold, ``ioc.view``) and plotly's smallest 3D page
+track: every part a page can hold, ``ioc.show.view``) and plotly's smallest 3D page
 (``include_plotlyjs=True``, one scatter3d trace: what any self-contained plotly 3D page
 costs), then opens each R times, alternating, in headless Chromium (Debian's, through
 Playwright, offline) and prints per page its size, the best and the median time from
@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 
 import kinematic_trees as kt
-from ioc import view
-from ioc.bspline import ClampedBSpline
+from ioc.show import view
+from ioc.spline.bspline import ClampedBSpline
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",

@@ -1,5 +1,5 @@
-"""The motion problems of ``ioc.problem.MotionProblem`` rebuilt in CasADi and solved by IPOPT
-(a module for ``bench_peers.py``, not a benchmark).
+"""The motion problems of ``ioc.optimize.problem.MotionProblem`` rebuilt in CasADi and solved
+by IPOPT (a module for ``bench_peers.py``, not a benchmark).
 
 What a researcher would write instead of ``cmtm optimize``: the joint torques by the classical
 body-frame recursive Newton-Euler algorithm and the link twists by its forward loop, written

@@ -1,12 +1,12 @@
 """Cost weights of a real recorded arm movement: the right arm of DeepMimic's kick.
 
 The clip (pybullet_data's ``data/motions/humanoid3d_kick.txt``, motion capture of one
-actor, converted to joint angles by ioc.data.read_clip and clip_motion) drives the right
+actor, converted to joint angles by ioc.files.data.read_clip and clip_motion) drives the right
 arm of example-robot-data's ``human.urdf``: the shoulder's Z-X-Y chain and the elbow hinge
 move, every other joint is locked at the clip's mean pose (the elbow's second axis and
 the wrist, which the clip does not record, at 0). The movement window is the longest
-segment that ioc.data.segments finds on the arm (speed above 5 % of its peak). Over it,
-the data estimator (ioc.estimate, maximum likelihood with the window's end states fitted
+segment that ioc.files.data.segments finds on the arm (speed above 5 % of its peak). Over it,
+the data estimator (ioc.inverse.estimate, maximum likelihood with the window's end states fitted
 as nuisance parameters, ``boundary="data"``) weighs five candidate costs
 
     joint acceleration, joint jerk, hand jerk (point_jerk of a point 0.15 m down the
@@ -38,10 +38,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ioc.data import clip_motion, clip_trial, cut_window, joint_locks, read_clip, segments
-from ioc.estimate import estimate_weights, prepare_trial, residual
-from ioc.models import resolve_model
-from ioc.results import write_atomically
+from ioc.files.data import clip_motion, clip_trial, cut_window, joint_locks, read_clip, segments
+from ioc.files.models import resolve_model
+from ioc.files.results import write_atomically
+from ioc.inverse.estimate import estimate_weights, prepare_trial, residual
 
 ARM_MAP = {"right_shoulder": ("right_shoulder_Z", "right_shoulder_X", "right_shoulder_Y"),
            "right_elbow": ("right_elbow_Z",)}
@@ -83,7 +83,7 @@ def parse_args(argv=None):
 
 
 def movement_window(clip, geometry):
-    """The longest movement segment of the clip's right arm (ioc.data.segments, default
+    """The longest movement segment of the clip's right arm (ioc.files.data.segments, default
     thresholds), (t0, t1) s."""
     arm = clip_motion(clip, geometry, ARM_MAP)
     return max(segments(arm), key=lambda s: s[1] - s[0])
@@ -143,7 +143,7 @@ def write_table(path, trial, motions, t_start):
 
 def plot(path, trial, motions, title):
     """real_arm.png: one panel per joint, the data's samples and the motions' curves."""
-    from ioc.plots import new_figure, save_png
+    from ioc.show.plots import new_figure, save_png
     names = trial.problem.model.joint_names
     figure = new_figure((10, 6))
     axes = figure.subplots(2, -(-len(names) // 2), squeeze=False).ravel()
