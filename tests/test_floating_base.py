@@ -193,9 +193,8 @@ def test_mass_matrix_is_singular_exactly_when_the_middle_rotation_is_90_degrees(
 
 
 def test_torque_subset_at_a_singular_mass_matrix_is_a_one_line_error(capsys):
-    """chain3 on a Z-Y-X floating base, every joint 0.5 -> -0.5: the chain's links have no
-    inertia about the line they lie on when straight, so the free body's M is singular
-    (least eigenvalue 6e-15 of 78.5 at q = 0.5); base_wrench needs M invertible: one line
+    """chain3 on a Z-Y-X floating base, every joint 0.5 -> -0.5: the free chain's M is
+    singular (least eigenvalue 6e-15 against 78.5 at q = 0.5); base_wrench needs M invertible: one line
     naming the sample, exit 2 (it was numpy's 'Singular matrix')."""
     argv = ["optimize", "--model", "chain3", "--floating-base", "xyz_zyx", "--costs",
             "joint_acceleration,base_wrench", "--weights", "1,1", "--start", "0.5",
