@@ -20,6 +20,7 @@ import kinematic_trees as kt
 import pinocchio_ref
 from cmtm import reference
 from conftest import random_stack
+from ioc import cli
 from ioc.direct import solve
 from ioc.inverse_kkt import recover_weights
 from ioc.problem import MotionProblem
@@ -189,6 +190,20 @@ def test_mass_matrix_is_singular_exactly_when_the_middle_rotation_is_90_degrees(
         q[middle] = angle
         eigenvalues = np.linalg.eigvalsh(cmtm.mass_matrix(model, q))
         assert (eigenvalues[0] < 1e-12 * eigenvalues[-1]) == singular, eigenvalues
+
+
+def test_torque_subset_at_a_singular_mass_matrix_is_a_one_line_error(capsys):
+    """chain3 on a Z-Y-X floating base, every joint 0.5 -> -0.5: the free chain's M is
+    singular (least eigenvalue 6e-15 against 78.5 at q = 0.5); base_wrench needs M invertible: one line
+    naming the sample, exit 2 (it was numpy's 'Singular matrix')."""
+    argv = ["optimize", "--model", "chain3", "--floating-base", "xyz_zyx", "--costs",
+            "joint_acceleration,base_wrench", "--weights", "1,1", "--start", "0.5",
+            "--goal", "-0.5", "--samples", "40", "--control-points", "12", "--quiet"]
+    assert cli.main(argv) == 2
+    stderr = capsys.readouterr().err
+    assert stderr.count("\n") == 1
+    assert stderr.startswith("cmtm optimize: error: the model's mass matrix is singular at "
+                             "sample 0")
 
 
 # --- the optimizer and the inverse KKT, unchanged ---

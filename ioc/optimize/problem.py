@@ -608,8 +608,7 @@ class MotionProblem:
             return JACOBIAN_SOURCES[self.jacobians](self.model, stack, ("joint_torque",),
                                                     order=k)["joint_torque"][:, 0]
         if lam is None:
-            M = torque_jacobian()[:, :, 2, :]
-            lam = np.linalg.solve(M, M_lam[..., None])[..., 0]
+            lam = _solve_mass_matrices(torque_jacobian()[:, :, 2, :], M_lam)
         stack[:, 1] = lam
         return torque_jacobian()[:, :, 1, :]
 
@@ -785,3 +784,19 @@ class Evaluation:
             return self
         return replace(self, hessian="newton", exact_hessian=True, _hessians=None,
                        _curvature=None)
+
+
+def _solve_mass_matrices(M, b):
+    """lambda (N, nv) with M(q_n) lambda_n = b_n at every sample; ValueError naming the
+    first sample whose mass matrix is singular (a free direction without mass or inertia,
+    or a floating base's Euler angles at their singularity), where torque terms on a subset of the
+    joints (or base_wrench) cannot be written in the joints they keep."""
+    try:
+        return np.linalg.solve(M, b[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        sample = next(n for n in range(len(M)) if np.linalg.matrix_rank(M[n]) < M.shape[1])
+        raise ValueError(f"the model's mass matrix is singular at sample {sample} (a free "
+                         f"direction without mass or inertia, or a floating base's angles at "
+                         f"their singularity): torque terms on a subset of "
+                         f"the joints need it invertible; give the links inertia, or lock "
+                         f"or leave out the joints that move nothing") from None
