@@ -265,7 +265,8 @@ def check_inputs(paths, settings):
     problem = MotionProblem(model, settings.costs, **settings.problem_options(), limits="none")
     _limits(model, settings.limits or "model")
     if settings.map is not None:
-        check_map(settings.map, read_map(settings.map), resolve_model(settings.model).joint_names)
+        check_map(settings.map, read_map(settings.map),
+                  _full_model(settings, lock={}).joint_names)
     return problem.terms
 
 
