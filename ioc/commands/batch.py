@@ -254,11 +254,11 @@ def check_inputs(paths, settings):
     if settings.costs is None and len(results) < len(paths):
         raise ValueError("--costs: required for measured motions (CSV, .mot, .sto), got none "
                          "(a result.json defaults to its recorded costs)")
-    if settings.model is None or settings.costs is None:
-        if settings.model is not None:
-            _full_model(settings)
+    if settings.model is None:
         return None
     full = _full_model(settings)
+    if settings.costs is None:
+        return None
     within_limits = {name: float(np.clip(0.0, lower, upper)) for name, lower, upper
                      in zip(full.joint_names, full.q_lower, full.q_upper)}
     model = _subset_model(settings, within_limits)
