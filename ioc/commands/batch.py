@@ -548,15 +548,15 @@ def _check_recorded(path, settings, model, problem, record):
                 "integration": problem.quadrature.rule,
                 "samples": problem.samples, "degree": problem.spline.degree,
                 "control_points": problem.spline.n_control, "rest_order": problem.rest_order}
-    given = {key: settings.record()[key] for key in recorded}
-    for key, value in given.items():
-        if value not in (None, {}) and value != recorded[key]:
-            raise ValueError(f"{path}: --{key.replace('_', '-')} {value} differs from the "
-                             f"recorded {recorded[key]}")
+    given = settings.record()
+    for key, value in recorded.items():
+        if given[key] not in (None, {}) and given[key] != value:
+            raise ValueError(f"{path}: --{key.replace('_', '-')} {given[key]} differs from the "
+                             f"recorded {value}")
     if settings.limits is not None:
         lower, upper = _limits(model, settings.limits)
         if not (np.array_equal(lower, problem.lower) and np.array_equal(upper, problem.upper)):
-            raise ValueError(f"{path}: --limits {settings.record()['limits']} differs from "
+            raise ValueError(f"{path}: --limits {given['limits']} differs from "
                              f"the recorded limits {problem.lower.tolist()} .. "
                              f"{problem.upper.tolist()}")
 
