@@ -24,7 +24,6 @@ Workers on this machine ignore Ctrl-C (the batch process stops them) and exit wi
 WATCH_SECONDS when the batch process is gone, even killed (:func:`worker_setup`).
 """
 import glob
-import hashlib
 import inspect
 import logging
 import os
@@ -48,6 +47,7 @@ from ioc.commands.messages import one_line, recorded_warnings
 from ioc.files.data import (CLIP_SUFFIXES, CSV_SUFFIXES, STORAGE_SUFFIXES, check_map, clip_trial,
                             cut_window, joint_locks, motion_columns, read_clip, read_map,
                             read_mapped, read_motion)
+from ioc.files.models import file_sha256 as sha256
 from ioc.files.models import model_lock, model_sha256, resolve_model
 from ioc.files.results import RESULT_FILE, load_result, result_costs
 from ioc.files.weights_io import (SUMMARY_FILE, WEIGHTS_FILE, data_fields, kkt_fields, motion_entry,
@@ -420,11 +420,6 @@ def named_error(path, error):
     if not isinstance(error, (ValueError, OSError)):
         text = f"internal error: {type(error).__name__}: {text}"
     return text if str(path) in text else f"{path}: {text}"
-
-
-def sha256(path):
-    """The sha256 (hex) of the file ``path``."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def _suggest_degrees(data, model, limits):
