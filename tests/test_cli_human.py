@@ -7,6 +7,7 @@ KKT recovering the weights of an exact optimum (which it does only if ``cmtm ioc
 the model and costs that ``cmtm optimize`` solved); one-line errors that write nothing.
 """
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -113,6 +114,21 @@ def test_ioc_joints_fix_the_others_at_their_mean_over_the_data(tmp_path):
     np.testing.assert_array_equal(model.placement_R,
                                   resolve_model("chain3", {"joint2": 0.0}).placement_R)
 
+
+def test_a_map_onto_the_floating_base_passes_the_checks_on_that_model(tmp_path):
+    """check_inputs checks a --map's model joints on the model of --model and
+    --floating-base (nothing locked), as the files are read; the fixed-base human lacks the
+    pelvis joints the map names, so checking on it refused a valid map."""
+    mapping = tmp_path / "map.json"
+    mapping.write_text(json.dumps({"root": ["middle_pelvis_tx", "middle_pelvis_ty",
+                                            "middle_pelvis_tz", "middle_pelvis_rz",
+                                            "middle_pelvis_rx", "middle_pelvis_ry"]}))
+    settings = batch.Settings(costs=("joint_jerk",), model="human", floating_base="xyz_zxy",
+                              map=mapping)
+    assert batch.check_inputs([tmp_path / "clip.txt"], settings) is not None
+    with pytest.raises(ValueError, match="expected joints of the model, got unknown "
+                                         "middle_pelvis_tx"):
+        batch.check_inputs([tmp_path / "clip.txt"], replace(settings, floating_base=None))
 
 BAD_INPUTS = {  # the command's arguments after the command name, part of the message
     "joint not in a subset": (["--costs", "joint_torque[joint9]", "--weights", "1"],

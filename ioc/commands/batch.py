@@ -24,7 +24,6 @@ Workers on this machine ignore Ctrl-C (the batch process stops them) and exit wi
 WATCH_SECONDS when the batch process is gone, even killed (:func:`worker_setup`).
 """
 import glob
-import hashlib
 import inspect
 import logging
 import os
@@ -48,6 +47,7 @@ from ioc.commands.messages import one_line, recorded_warnings
 from ioc.files.data import (CLIP_SUFFIXES, CSV_SUFFIXES, STORAGE_SUFFIXES, check_map, clip_trial,
                             cut_window, joint_locks, motion_columns, read_clip, read_map,
                             read_mapped, read_motion)
+from ioc.files.models import file_sha256 as sha256
 from ioc.files.models import model_lock, model_sha256, resolve_model
 from ioc.files.results import RESULT_FILE, load_result, result_costs
 from ioc.files.weights_io import (SUMMARY_FILE, WEIGHTS_FILE, data_fields, kkt_fields, motion_entry,
@@ -254,18 +254,19 @@ def check_inputs(paths, settings):
     if settings.costs is None and len(results) < len(paths):
         raise ValueError("--costs: required for measured motions (CSV, .mot, .sto), got none "
                          "(a result.json defaults to its recorded costs)")
-    if settings.model is None or settings.costs is None:
-        if settings.model is not None:
-            _full_model(settings)
+    if settings.model is None:
         return None
     full = _full_model(settings)
+    if settings.costs is None:
+        return None
     within_limits = {name: float(np.clip(0.0, lower, upper)) for name, lower, upper
                      in zip(full.joint_names, full.q_lower, full.q_upper)}
     model = _subset_model(settings, within_limits)
     problem = MotionProblem(model, settings.costs, **settings.problem_options(), limits="none")
     _limits(model, settings.limits or "model")
     if settings.map is not None:
-        check_map(settings.map, read_map(settings.map), resolve_model(settings.model).joint_names)
+        check_map(settings.map, read_map(settings.map),
+                  _full_model(settings, lock={}).joint_names)
     return problem.terms
 
 
@@ -421,11 +422,6 @@ def named_error(path, error):
     return text if str(path) in text else f"{path}: {text}"
 
 
-def sha256(path):
-    """The sha256 (hex) of the file ``path``."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
 def _suggest_degrees(data, model, limits):
     """ValueError suggesting --degrees when the angles read as radians leave the joint
     limits by more than a turn (2 pi: implausible for a joint with limits) and the same
@@ -547,15 +543,15 @@ def _check_recorded(path, settings, model, problem, record):
                 "integration": problem.quadrature.rule,
                 "samples": problem.samples, "degree": problem.spline.degree,
                 "control_points": problem.spline.n_control, "rest_order": problem.rest_order}
-    given = {key: settings.record()[key] for key in recorded}
-    for key, value in given.items():
-        if value not in (None, {}) and value != recorded[key]:
-            raise ValueError(f"{path}: --{key.replace('_', '-')} {value} differs from the "
-                             f"recorded {recorded[key]}")
+    given = settings.record()
+    for key, value in recorded.items():
+        if given[key] not in (None, {}) and given[key] != value:
+            raise ValueError(f"{path}: --{key.replace('_', '-')} {given[key]} differs from the "
+                             f"recorded {value}")
     if settings.limits is not None:
         lower, upper = _limits(model, settings.limits)
         if not (np.array_equal(lower, problem.lower) and np.array_equal(upper, problem.upper)):
-            raise ValueError(f"{path}: --limits {settings.record()['limits']} differs from "
+            raise ValueError(f"{path}: --limits {given['limits']} differs from "
                              f"the recorded limits {problem.lower.tolist()} .. "
                              f"{problem.upper.tolist()}")
 

@@ -181,7 +181,12 @@ def model_sha256(spec):
     anything that names no file)."""
     if _is_builtin_name(spec) or not Path(spec).is_file():
         return None
-    return hashlib.sha256(Path(spec).read_bytes()).hexdigest()
+    return file_sha256(spec)
+
+
+def file_sha256(path):
+    """The sha256 (hex) of the file ``path``."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def _is_builtin_name(spec):
@@ -200,7 +205,7 @@ def locate_model(spec, sha256, near):
     candidates = list(dict.fromkeys([Path(spec), Path(near) / spec, Path(near) / Path(spec).name]))
     found = [path for path in candidates if path.is_file()]
     for path in found:
-        if hashlib.sha256(path.read_bytes()).hexdigest() == sha256:
+        if file_sha256(path) == sha256:
             return str(path)
     if found:
         raise ValueError(f"model file {spec!r}: expected the recorded file (sha256 "
