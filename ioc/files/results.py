@@ -169,7 +169,7 @@ def write_atomically(path, write, binary=False):
     killed by SIGKILL while writing leaves the temporary file (TEMPORARY_GLOB), which the
     next run into that --out removes (:func:`output_folder`)."""
     path = Path(path)
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(TOKEN_BYTES)}.tmp")
     try:
         with open(temp, "xb") if binary else open(temp, "x", encoding="utf-8",
                                                    newline="") as file:
@@ -181,8 +181,10 @@ def write_atomically(path, write, binary=False):
         temp.unlink(missing_ok=True)
 
 
-TEMPORARY_GLOB = ".*.[0-9a-f]*.tmp"
-"""The name of :func:`write_atomically`'s temporary files."""
+TOKEN_BYTES = 6
+TEMPORARY_GLOB = ".*." + "[0-9a-f]" * (2 * TOKEN_BYTES) + ".tmp"
+"""The name of :func:`write_atomically`'s temporary files: a dot, the file's name, its
+random token of TOKEN_BYTES bytes in hex, .tmp (nothing else a user keeps there)."""
 
 LOCKED_OUT = ("another cmtm run is writing into it; wait for it to finish or choose "
               "another --out")
