@@ -199,12 +199,12 @@ def _point_pass(model, q_stack, points, order, jacobian):
     stack, single = check_stack(model, q_stack, k + 2)
     n_samples, nv = stack.shape[0], stack.shape[2]
     n_points = len(point_link)
+    name = "point_jacobian" if jacobian else "point_motion"
     unit = 8 * (k + 1) * 3 * n_points * (1 + (k + 2) * nv * jacobian)
-    reserve("point_jacobian" if jacobian else "point_motion", n_samples, unit, SAMPLES_SPLIT)
+    reserve(name, n_samples, unit, SAMPLES_SPLIT)
     motion_out = np.empty((n_samples, k + 1, n_points, 3))
     J = np.zeros((n_samples, k + 1, 3 * n_points, k + 2, nv) if jacobian else (0,) * 5)
-    run_flagging_finite("point_jacobian" if jacobian else "point_motion", model, point_kernel,
-                        "point_jacobian" if jacobian else "point_motion", (k,),
+    run_flagging_finite(name, model, point_kernel, name, (k,),
                         lambda kmodel, slots: point_workspace(kmodel, k, slots), n_samples,
                         stack, point_link, point_r, motion_out, J)
     return motion_out, J if jacobian else None, single
