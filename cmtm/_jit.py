@@ -255,7 +255,7 @@ def _fetch_add(typingctx, counter, amount):
 
 def _fetch_add_python(counter, amount):
     """:func:`fetch_add` for NUMBA_DISABLE_JIT, a plain read and write: the kernels are then
-    Python functions holding the GIL, and ``cmtm.api.thread_slots`` keeps every call on
+    Python functions holding the GIL, and ``cmtm.dispatch.thread_slots`` keeps every call on
     one thread."""
     before = int(counter[0])
     counter[0] = before + amount

@@ -6,7 +6,8 @@ single instant ``(K, nv)`` is accepted where ``(n_samples, K, nv)`` is (the samp
 then dropped from the results). Every function checks its inputs before a kernel sees them
 and raises ValueError saying what was expected and what came.
 
-The names of the two modules it is built on stay importable from here (``cmtm.api.X``).
+The names of those two modules that tests and ``ioc`` read as ``cmtm.api.X`` stay
+importable from here; the others live in their modules only.
 """
 from dataclasses import dataclass
 from numbers import Integral
@@ -16,9 +17,8 @@ import numpy as np
 
 from cmtm.comprehensive import (link_cmtm_kernel, link_cmtm_workspace, link_poses_kernel,
                                 link_poses_workspace, motion_kernel, motion_workspace)
-from cmtm.dispatch import (BLOCK_SECONDS, MIN_CHUNK_SECONDS, chunk_count,  # noqa: F401
-                           chunk_workspace, compiled_entry, kernel_model_of, run_chunks,
-                           run_flagging_finite, run_on_threads, thread_slots, workspace)
+from cmtm.dispatch import (MIN_CHUNK_SECONDS, chunk_count, kernel_model_of,  # noqa: F401
+                           run_chunks, run_flagging_finite, run_on_threads, workspace)
 from cmtm.point_motion import point_kernel, point_workspace
 from cmtm.rnea import crba_kernel, crba_workspace, rnea_kernel, rnea_workspace
 from cmtm.rnea_derivatives import torque_derivatives_kernel, torque_derivatives_workspace
@@ -27,11 +27,11 @@ from cmtm.structured_jacobians import (INPUT_OFFSET, JOINT_TORQUE, LINK_VELOCITY
 from cmtm.taylor import factorials, taylor_from_raw
 from cmtm.torque_jacobian import torque_jacobian_kernel, torque_workspace
 from cmtm.validation import (DEFAULT_MEMORY_BUDGET, EXTRA_INSTANT_ORDERS,  # noqa: F401
-                             MAX_ORDER, MEMORY_BUDGET_VARIABLE, MODEL_TOLERANCE,
-                             SAMPLES_SPLIT, SMALL_FINITE_CHECK, all_finite, as_float_array,
-                             check_finite, check_flag, check_joint_positions, check_model,
-                             check_order, check_points, check_stack, memory_budget,
-                             overflow_error, quantity_indices, raw_results, reserve)
+                             MAX_ORDER, MEMORY_BUDGET_VARIABLE, SAMPLES_SPLIT,
+                             SMALL_FINITE_CHECK, all_finite, as_float_array, check_finite,
+                             check_flag, check_joint_positions, check_model, check_order,
+                             check_points, check_stack, memory_budget, quantity_indices,
+                             raw_results, reserve)
 from cmtm.velocity_derivatives import (velocity_derivatives_kernel,
                                        velocity_derivatives_workspace)
 
@@ -199,12 +199,12 @@ def _point_pass(model, q_stack, points, order, jacobian):
     stack, single = check_stack(model, q_stack, k + 2)
     n_samples, nv = stack.shape[0], stack.shape[2]
     n_points = len(point_link)
+    name = "point_jacobian" if jacobian else "point_motion"
     unit = 8 * (k + 1) * 3 * n_points * (1 + (k + 2) * nv * jacobian)
-    reserve("point_jacobian" if jacobian else "point_motion", n_samples, unit, SAMPLES_SPLIT)
+    reserve(name, n_samples, unit, SAMPLES_SPLIT)
     motion_out = np.empty((n_samples, k + 1, n_points, 3))
     J = np.zeros((n_samples, k + 1, 3 * n_points, k + 2, nv) if jacobian else (0,) * 5)
-    run_flagging_finite("point_jacobian" if jacobian else "point_motion", model, point_kernel,
-                        "point_jacobian" if jacobian else "point_motion", (k,),
+    run_flagging_finite(name, model, point_kernel, name, (k,),
                         lambda kmodel, slots: point_workspace(kmodel, k, slots), n_samples,
                         stack, point_link, point_r, motion_out, J)
     return motion_out, J if jacobian else None, single

@@ -100,7 +100,7 @@ def test_order0_results_do_not_depend_on_the_chunking(function):
 def test_second_call_reuses_the_cached_workspace(panda, function):
     """The api's per-thread workspace cache holds one object for (kernel model, kind, chunk);
     a second call finds chunk 0's and allocates no new one. The cache starts empty: it is
-    emptied whenever it fills (api._WORKSPACES_KEPT), which the tests before this one may
+    emptied whenever it fills (dispatch._WORKSPACES_KEPT), which the tests before this one may
     leave it one entry short of, between this call's chunks."""
     dispatch._WORKSPACES.cache = {}
     q = random_stack(panda, 3, n_samples=SAMPLES, seed=22)
