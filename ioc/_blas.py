@@ -14,15 +14,13 @@ import threading
 from threadpoolctl import ThreadpoolController
 
 _depth = threading.local()
-_CONTROLLER = []
 
 
+@functools.cache
 def _controller():
     """The process's ThreadpoolController (the BLAS libraries loaded by then: numpy's and
     scipy's, which ioc imports)."""
-    if not _CONTROLLER:
-        _CONTROLLER.append(ThreadpoolController())
-    return _CONTROLLER[0]
+    return ThreadpoolController()
 
 
 def single_threaded_blas(function):

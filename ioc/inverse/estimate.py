@@ -50,7 +50,8 @@ from ioc.spline.banded import BandedCholesky, band_columns
 from cmtm.api import as_float_array, check_model
 from ioc.files.data import MotionData, check_fit_size, fit_spline
 from ioc.inverse.inverse_kkt import _solve_scaled
-from ioc.optimize.direct import SolverOptions, check_callback, solve
+from ioc.optimize.direct import (SolverOptions, _Limits, _stationarity, check_callback,
+                                 solve)
 from ioc.optimize.problem import MotionProblem, check_boundary_mode
 from ioc.spline.bspline import DD, ClampedBSpline, check_int, clamped_knots, dd_add
 
@@ -154,12 +155,7 @@ class Sensitivity:
         start)."""
         step = self.dtheta_w @ dw + self.dtheta_u @ du
         moved = dd_add(theta, step.reshape(theta.hi.shape))
-        q = problem.limit_values(moved)
-        n_nodes = len(problem.limit_times)
-        if np.any(q < np.tile(problem.lower, n_nodes)) or \
-                np.any(q > np.tile(problem.upper, n_nodes)):
-            return theta
-        return moved
+        return theta if np.any(_Limits(problem, moved).b < 0) else moved
 
 
 def sensitivity(trial, theta, w, evaluation=None):
@@ -572,7 +568,6 @@ def _check_trials(trials):
 def kkt_stationarity(problem, theta, w):
     """(absolute, relative) KKT residual of the motion ``theta`` for the weights ``w``
     (ioc.optimize.direct's measure): how far the motion is from optimal for them."""
-    from ioc.optimize.direct import _Limits, _stationarity
     ev = problem.evaluate(theta, w)
     stat, _, _ = _stationarity(problem, ev, w, _Limits(problem, theta), SolverOptions())
     return stat[:2]

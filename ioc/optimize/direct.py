@@ -310,6 +310,11 @@ def solve(problem, weights, theta0=None, options=SolverOptions(), progress=None)
     neither the damping's share nor the stopping rules, and the result reports the cost,
     the absolute stationarity, the multipliers and the history for the weights as given
     (``evaluation``: for the normalised ones).
+
+    theta0 : DD or (n_c, nv) float64 start (default ``problem.initial_theta()``); its fixed
+        rows are replaced by the boundary conditions.
+    progress : optional callable(dict) called once per iteration (iteration, mode, cost,
+        step, stationarity).
     """
     check_problem(problem)
     w = check_weights(weights, len(problem.terms))
@@ -317,6 +322,8 @@ def solve(problem, weights, theta0=None, options=SolverOptions(), progress=None)
     scaled = None if progress is None else \
         (lambda entry: progress({**entry, "cost": entry["cost"] * scale}))
     check_callback("progress", progress)
+    if not isinstance(options, SolverOptions):
+        raise ValueError(f"options: expected an ioc.SolverOptions, got {type(options).__name__}")
     result = _solve_normalised(problem, w / scale, theta0, options, scaled)
     result.weights, result.cost = w, result.cost * scale
     result.stationarity_abs *= scale
@@ -328,19 +335,8 @@ def solve(problem, weights, theta0=None, options=SolverOptions(), progress=None)
 
 
 @single_threaded_blas
-def _solve_normalised(problem, weights, theta0=None, options=SolverOptions(), progress=None):
-    """:func:`solve` for weights that sum to 1.
-
-    theta0 : DD or (n_c, nv) float64 start (default ``problem.initial_theta()``); its fixed
-        rows are replaced by the boundary conditions.
-    progress : optional callable(dict) called once per iteration (iteration, mode, cost,
-        step, stationarity).
-    """
-    check_problem(problem)
-    w = check_weights(weights, len(problem.terms))
-    if not isinstance(options, SolverOptions):
-        raise ValueError(f"options: expected an ioc.SolverOptions, got {type(options).__name__}")
-    check_callback("progress", progress)
+def _solve_normalised(problem, w, theta0, options, progress):
+    """:func:`solve` for checked weights ``w`` (float64) that sum to 1, after its checks."""
     started = time.perf_counter()
     theta = problem.initial_theta() if theta0 is None else _with_boundary(problem, theta0)
     dynamic = bool(problem.nonlinear)

@@ -225,7 +225,7 @@ class MotionProblem:
         self.free_rows = (fixed, self.spline.n_control - fixed)
         self.n_free = n_free_min * nv
         self._limit_matrix = self._limit_rows()
-        self._limit_constraints = None
+        self._limit_constraints = self._end_chain = None
         u = self.spline.knots
         greville = np.array([u[i + 1:i + p + 1].mean() for i in range(self.spline.n_control)])
         s = greville / self.spline.duration
@@ -625,7 +625,10 @@ class MotionProblem:
         rho = self.penalty * float(np.sum(weights))
         R, nv = self.rest_order, self.model.nv
         ends = np.array([0.0, self.spline.duration])
-        chain = SplineChain(*self.spline.local_basis(ends, R), self.spline.n_control, nv)
+        if self._end_chain is None:    # the same at every call: built once, kept
+            self._end_chain = SplineChain(*self.spline.local_basis(ends, R),
+                                          self.spline.n_control, nv)
+        chain = self._end_chain
         stack = self.spline.evaluate(theta, ends, R)
         residual = stack - np.array(self.boundary_stacks())
         cost = 0.5 * rho * float(np.sum(residual ** 2))
