@@ -66,13 +66,13 @@ from ioc.commands.engine import (DEFAULT_TOLERANCE, announce_compile, compiling,
                                  jacobian_discrepancies, precompile, stopped_compile)
 from ioc.commands.engine import check_jacobians_units, compile_notice  # noqa: F401 (as cli.X)
 from ioc.commands.messages import one_line, recorded_warnings
+from ioc.commands.outputs import write_motion_files
 from ioc.commands.options import (OneLineParser, add_joints_argument, add_model_arguments,
                                   float_list, integer_at_least, joint_values_option,
                                   limits_option, positive_float, window_option)
 from ioc.files.models import (BOUNDARY_RULE, PAPER_GOAL, PAPER_START, default_boundary, model_lock,
                               paper_boundary_fits, resolve_model)
 from ioc.optimize.costs import engine_units, parse_terms, split_names
-from ioc.show.drawing import motion_title
 
 batch, direct, results, view, weights_io = (
     ioc.lazy_module(name) for name in ("ioc.commands.batch", "ioc.optimize.direct",
@@ -185,19 +185,9 @@ def write_outputs(args, result, record):
     """result.json, trajectory.csv, motion.npz and, with the plot extra, the PNG plots
     (matplotlib) and unless --no-view the motion page (plotly), as a set: Ctrl-C or SIGTERM
     while they are written takes effect once they all are."""
-    motion = results.motion_samples(result)
-    model, problem = result.problem.model, result.problem
     installed = plot_extra(args, {"matplotlib": "no plots", "plotly": "no motion page"})
-    with results.signals_deferred():
-        paths = results.write_result(args.out, record, motion)
-        if "matplotlib" in installed:
-            from ioc.show.plots import plot_motion
-            title = motion_title(args.model, record["costs"], record["weights"])
-            paths += plot_motion(args.out, motion, model, title)
-        if "plotly" in installed:
-            page = view.optimized_page(model, args.model, problem, result.weights, result.theta)
-            paths.append(view.write_page(args.out / view.PAGE_FILE, page))
-    return paths
+    return write_motion_files(args.out, result, record, results.motion_samples(result),
+                              args.model, "matplotlib" in installed, "plotly" in installed)
 
 
 def plot_extra(args, wanted):

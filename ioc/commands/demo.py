@@ -38,11 +38,10 @@ import numpy as np
 import cmtm
 import ioc
 from ioc.commands.engine import DEFAULT_TOLERANCE, compile_notice, compiling, jacobian_discrepancies
+from ioc.commands.outputs import write_motion_files
 from ioc.files.models import PAPER_GOAL, PAPER_START, resolve_model
-from ioc.show.drawing import motion_title
 
 results = ioc.lazy_module("ioc.files.results")    # loaded when the demo runs, not by the parser
-view = ioc.lazy_module("ioc.show.view")
 
 PAPER = dict(duration=2.0, samples=200, degree=5, control_points=50, start=PAPER_START,
              goal=PAPER_GOAL, rest_order=1, limits=(-np.pi, np.pi))
@@ -176,15 +175,8 @@ def run_case(case, out, plots):
     estimated = ioc.recover_weights(problem, result.theta).weights
     true = np.asarray(case.weights) / np.sum(case.weights)
     motion = results.motion_samples(result)
-    folder = out / case.name
-    with results.signals_deferred():
-        results.write_result(folder, results.result_record(result, case.model, {}), motion)
-        if plots:
-            plots.plot_motion(folder, motion, problem.model,
-                              motion_title(case.model, case.costs, case.weights))
-            if find_spec("plotly") is not None:
-                view.write_page(folder / view.PAGE_FILE, view.optimized_page(
-                    problem.model, case.model, problem, result.weights, result.theta))
+    write_motion_files(out / case.name, result, results.result_record(result, case.model, {}),
+                       motion, case.model, plots is not None, find_spec("plotly") is not None)
     entry = {"case": case.name, "model": case.model, "costs": list(case.costs),
              "true": true.tolist(), "estimated": estimated.tolist(),
              "l1_error": float(np.sum(np.abs(estimated - true))),
