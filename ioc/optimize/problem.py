@@ -585,9 +585,8 @@ class MotionProblem:
             for group in range(2):
                 if not any(g == group for g in part):
                     continue
-                g = sum(_vjp(np.tile(lam, (len(block), 1)), Jy)
+                g = sum(_vjp(lam, Jy.reshape((len(block), N) + Jy.shape[1:]))
                         for lam, (_, Jy), k in zip(lambdas, moved, part) if k == group)
-                g = g.reshape(len(block), N, Kd, nv)
                 for e, entry in enumerate(block):
                     o, j = divmod(entry, nv)
                     columns[group, :, :, o, :, j] = (g[e] - bases[group]) / steps[:, o, j,
@@ -685,22 +684,24 @@ class _MassDifferences:
             self.M, self.Mdot = self._matrices(engine["joint_torque"])
 
     def _matrices(self, J):
-        """(M, Mdot or None) from torque Jacobians J (N, k+1, nv, K, nv)."""
-        return J[:, 0, :, 2], J[:, 1, :, 2] - J[:, 0, :, 1] if self.rate else None
+        """(M, Mdot or None) from torque Jacobians J (..., N, k+1, nv, K, nv)."""
+        M = J[..., 0, :, 2, :]
+        return M, J[..., 1, :, 2, :] - J[..., 0, :, 1, :] if self.rate else None
 
     def add(self, engine, block, steps):
-        """Add the differences of the directions q_j, j in ``block``, whose perturbed
-        samples (steps (N, nv)) follow each other in the engine's Jacobians ``engine``."""
+        """Add the differences of the directions q_j, j in the range ``block``, whose
+        perturbed samples (steps (N, nv)) follow each other in the engine's Jacobians
+        ``engine``."""
         if not self.torques:
             return
         J = engine["joint_torque"]
-        J = J.reshape((len(block), -1) + J.shape[1:])
-        for e, j in enumerate(block):
-            M, Mdot = self._matrices(J[e])
-            inverse = 1.0 / steps[:, j, None, None]
-            self.E += self.lam[:, :, j, None, None] * ((M - self.M) * inverse)
-            if self.rate:
-                self.U += self.lam[1, :, j, None, None] * ((Mdot - self.Mdot) * inverse)
+        M, Mdot = self._matrices(J.reshape((len(block), -1) + J.shape[1:]))
+        columns = slice(block.start, block.stop)
+        inverse = 1.0 / steps[:, columns].T[:, :, None, None]
+        lam = self.lam[:, :, columns]
+        self.E += np.einsum("gmn,nmab->gmab", lam, (M - self.M) * inverse)
+        if self.rate:
+            self.U += np.einsum("mn,nmab->mab", lam[1], (Mdot - self.Mdot) * inverse)
 
 
 def _identity_blocks(columns, torques):
@@ -728,9 +729,9 @@ def _stack_gradient(omega, y, Jy):
 
 
 def _vjp(lam, Jy):
-    """lam_m^T Jy_m (N, K, nv) for lam (N, d) and Jy (N, d, K, nv)."""
-    N, d = lam.shape
-    return np.matmul(lam[:, None, :], Jy.reshape(N, d, -1)).reshape((N,) + Jy.shape[2:])
+    """lam_m^T Jy_m (..., N, K, nv) for lam (N, d) and Jy (..., N, d, K, nv)."""
+    flat = np.matmul(lam[:, None, :], Jy.reshape(Jy.shape[:-2] + (-1,)))
+    return flat.reshape(Jy.shape[:-3] + Jy.shape[-2:])
 
 
 def _orders_first(G, K, nv):
