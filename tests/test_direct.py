@@ -251,6 +251,28 @@ def test_newton_hessian_matches_fd_of_gradients(request, model_name, costs):
     assert np.max(np.abs(H - fd)) <= 1e-5 * np.max(np.abs(H))
 
 
+@pytest.mark.parametrize("costs", [("joint_torque_rate",),
+                                   ("joint_torque", "joint_torque_rate", "link_acceleration"),
+                                   ("joint_torque_rate[joint03,joint09]",
+                                    "joint_torque[joint01,joint12]")])
+def test_curvature_identities_match_differences_along_q_prime(tree12, monkeypatch, costs):
+    """The (q', q') and (q'', q') blocks that MotionProblem._curvature takes from its
+    identities against the same blocks differenced along q' (the general path, with the
+    identities switched off), on the curvature alone (no Gauss-Newton or jerk part to
+    hide a small error in)."""
+    problem = MotionProblem(tree12, costs, duration=1.0, samples=5, control_points=8,
+                            rest_order=0, limits="none")
+    weights = np.linspace(1.0, 2.0, len(costs))
+    q_stack = problem.stack(DD.of(np.random.default_rng(8).uniform(-1, 1, (8, tree12.nv))))
+    values = problem._values(q_stack)
+    identities = problem._curvature(q_stack, values, weights)
+    monkeypatch.setattr(MotionProblem, "_identity_groups", lambda self: None)
+    differenced = problem._curvature(q_stack, values, weights)
+    assert np.max(np.abs(identities[:, 1:3, 1:3])) > 1e-3 * np.max(np.abs(identities))
+    # two forward differences (relative step 1.5e-8), each right to ~1e-8 of the part
+    assert np.max(np.abs(identities - differenced)) <= 1e-6 * np.max(np.abs(identities))
+
+
 def test_curvature_in_direction_groups_matches_one_group(tree12, monkeypatch):
     """The differences share engine calls in groups of directions (CURVATURE_BYTES): any
     grouping gives the same second-order part, up to the order of float sums."""
