@@ -215,26 +215,62 @@ def test_gauss_newton_matrix_of_joint_terms_is_the_exact_hessian(chain3):
     assert np.max(np.abs(H - fd)) <= 1e-6 * np.max(np.abs(H))
 
 
-@pytest.mark.parametrize("costs", [("joint_torque_rate",), ("joint_torque", "link_jerk"),
-                                   ("link_velocity", "joint_torque:2", "joint_jerk"),
-                                   ("joint_torque", "joint_acceleration"),
-                                   ("link_acceleration", "link_velocity"),
-                                   ("joint_torque", "link_acceleration")])
-def test_newton_hessian_matches_fd_of_gradients(tree12, costs):
+CURVATURE_TERMS = [("joint_torque", "link_jerk"),
+                   ("link_velocity", "joint_torque:2", "joint_jerk"),
+                   ("link_jerk", "joint_torque_rate"),
+                   ("joint_torque", "joint_acceleration"),
+                   ("link_acceleration", "link_velocity"),
+                   ("joint_torque", "link_acceleration"),
+                   ("joint_torque_rate",),
+                   ("joint_torque", "joint_torque_rate", "joint_jerk")]
+TREE12_SUBSETS = [("joint_torque[joint02,joint05,joint11]",),
+                  ("joint_torque_rate[joint03,joint09]", "link_acceleration",
+                   "joint_torque[joint01,joint12]")]
+
+
+@pytest.mark.parametrize("model_name, costs",
+                         [("tree12", costs) for costs in CURVATURE_TERMS + TREE12_SUBSETS]
+                         + [("chain3", costs) for costs in CURVATURE_TERMS])
+def test_newton_hessian_matches_fd_of_gradients(request, model_name, costs):
     """The Newton Hessian differences only the stack orders o <= L/2 (L: the highest input
-    order) and takes the other blocks as transposes or zeros, and where L <= 2 (the last
-    three cases: torques, link twists and their rates) differences q only and takes the
-    (q', q') block from the identities of MotionProblem._curvature: checked against central
-    differences of the exact gradient in every control point."""
-    problem = MotionProblem(tree12, costs, duration=1.0, samples=5, degree=6,
+    order) and takes the other blocks as transposes or zeros (the first three cases), and
+    where every term is a torque, a torque rate or the rate of a velocity (the others, with
+    torque subsets) differences q only and takes the (q', q') and (q'', q') blocks from the
+    identities of MotionProblem._curvature: checked against central differences of the
+    exact gradient in every control point, on the branching tree (with torque subsets) and
+    the 3-DoF chain of the paper."""
+    model = request.getfixturevalue(model_name)
+    problem = MotionProblem(model, costs, duration=1.0, samples=5, degree=6,
                             control_points=8, rest_order=0, limits="none",
                             constraints="penalty", penalty=0.0)
-    theta = DD.of(np.random.default_rng(5).uniform(-1, 1, (8, tree12.nv)))
+    theta = DD.of(np.random.default_rng(5).uniform(-1, 1, (8, model.nv)))
     weights = np.linspace(1.0, 2.0, len(costs))
     H = band_to_dense(problem.evaluate(theta, weights, hessian="newton").band)
     fd = _fd_hessian(problem, theta, weights, 1e-5)
     # a forward difference (relative step 1.5e-8) against a central one (step 1e-5)
     assert np.max(np.abs(H - fd)) <= 1e-5 * np.max(np.abs(H))
+
+
+@pytest.mark.parametrize("costs", [("joint_torque_rate",),
+                                   ("joint_torque", "joint_torque_rate", "link_acceleration"),
+                                   ("joint_torque_rate[joint03,joint09]",
+                                    "joint_torque[joint01,joint12]")])
+def test_curvature_identities_match_differences_along_q_prime(tree12, monkeypatch, costs):
+    """The (q', q') and (q'', q') blocks that MotionProblem._curvature takes from its
+    identities against the same blocks differenced along q' (the general path, with the
+    identities switched off), on the curvature alone (no Gauss-Newton or jerk part to
+    hide a small error in)."""
+    problem = MotionProblem(tree12, costs, duration=1.0, samples=5, control_points=8,
+                            rest_order=0, limits="none")
+    weights = np.linspace(1.0, 2.0, len(costs))
+    q_stack = problem.stack(DD.of(np.random.default_rng(8).uniform(-1, 1, (8, tree12.nv))))
+    values = problem._values(q_stack)
+    identities = problem._curvature(q_stack, values, weights)
+    monkeypatch.setattr(MotionProblem, "_identity_groups", lambda self: None)
+    differenced = problem._curvature(q_stack, values, weights)
+    assert np.max(np.abs(identities[:, 1:3, 1:3])) > 1e-3 * np.max(np.abs(identities))
+    # two forward differences (relative step 1.5e-8), each right to ~1e-8 of the part
+    assert np.max(np.abs(identities - differenced)) <= 1e-6 * np.max(np.abs(identities))
 
 
 def test_curvature_in_direction_groups_matches_one_group(tree12, monkeypatch):
@@ -250,21 +286,6 @@ def test_curvature_in_direction_groups_matches_one_group(tree12, monkeypatch):
     monkeypatch.setattr(ioc.problem, "CURVATURE_BYTES", 1)       # one direction per call
     assert np.allclose(problem._curvature(q_stack, values, weights), one, rtol=0,
                        atol=1e-12 * np.max(np.abs(one)))
-
-
-def test_coriolis_rate_from_m_lambda_matches_it_from_lambda(tree12):
-    """MotionProblem._coriolis_rate solves lambda from M lambda where a torque term keeps
-    some joints only; against the path given lambda (checked by the Newton Hessian test),
-    M from cmtm.mass_matrix (the CRBA, not the engine's Jacobian the method uses)."""
-    problem = MotionProblem(tree12, ("joint_torque",), duration=1.0, samples=5,
-                            control_points=8, rest_order=0, limits="none")
-    rng = np.random.default_rng(3)
-    q, lam = rng.uniform(-1, 1, (2, 5, tree12.nv))
-    M_lam = np.einsum("mij,mj->mi", cmtm.mass_matrix(tree12, q), lam)
-    direct = problem._coriolis_rate(q, lam, None)
-    # a solve with M's condition number (~1e3 on this tree) in float64
-    assert np.allclose(problem._coriolis_rate(q, None, M_lam), direct, rtol=0,
-                       atol=1e-10 * np.max(np.abs(direct)))
 
 
 def test_urdf_branching_tree_with_prismatic_joint_optimizes(tree12):

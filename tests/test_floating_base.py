@@ -20,10 +20,11 @@ import kinematic_trees as kt
 import pinocchio_ref
 from cmtm import reference
 from conftest import random_stack
-from ioc import cli
 from ioc.direct import solve
 from ioc.inverse_kkt import recover_weights
 from ioc.problem import MotionProblem
+from ioc.spline.banded import band_to_dense
+from ioc.spline.bspline import DD
 
 HUMAN_ORDERS = ("xyz_zxy", "xyz_rpy")
 PINOCCHIO_RTOL = 1e-9
@@ -192,18 +193,29 @@ def test_mass_matrix_is_singular_exactly_when_the_middle_rotation_is_90_degrees(
         assert (eigenvalues[0] < 1e-12 * eigenvalues[-1]) == singular, eigenvalues
 
 
-def test_torque_subset_at_a_singular_mass_matrix_is_a_one_line_error(capsys):
-    """chain3 on a Z-Y-X floating base, every joint 0.5 -> -0.5: the free chain's M is
-    singular (least eigenvalue 6e-15 against 78.5 at q = 0.5); base_wrench needs M invertible: one line
-    naming the sample, exit 2 (it was numpy's 'Singular matrix')."""
-    argv = ["optimize", "--model", "chain3", "--floating-base", "xyz_zyx", "--costs",
-            "joint_acceleration,base_wrench", "--weights", "1,1", "--start", "0.5",
-            "--goal", "-0.5", "--samples", "40", "--control-points", "12", "--quiet"]
-    assert cli.main(argv) == 2
-    stderr = capsys.readouterr().err
-    assert stderr.count("\n") == 1
-    assert stderr.startswith("cmtm optimize: error: the model's mass matrix is singular at "
-                             "sample 0")
+def test_torque_subset_newton_hessian_at_a_singular_mass_matrix_matches_fd():
+    """chain3 on a Z-Y-X floating base near every joint at 0.5, where the free chain's M is
+    singular (least eigenvalue 6e-15 against 78.5 at q = 0.5): the Newton Hessian of
+    base_wrench (a torque subset) needs no inverse of M (MotionProblem._curvature reads
+    the differences of M itself; it used to solve M lambda = b, a one-line error here):
+    against central differences of the exact gradient."""
+    model = kt.compile_tree(kt.serial_chain(3), floating_base="xyz_zyx")
+    problem = MotionProblem(model, ("joint_acceleration", "base_wrench"), duration=1.0,
+                            samples=5, degree=6, control_points=8, rest_order=0,
+                            limits="none", constraints="penalty", penalty=0.0)
+    theta = 0.5 + 0.1 * np.random.default_rng(2).uniform(-1, 1, (8, model.nv))
+    M = cmtm.mass_matrix(model, np.full((1, model.nv), 0.5))[0]
+    assert np.linalg.eigvalsh(M)[0] < 1e-12 * np.linalg.eigvalsh(M)[-1]
+    H = band_to_dense(problem.evaluate(DD.of(theta), [1.0, 1.0], hessian="newton").band)
+    fd = np.zeros_like(H)
+    for k in range(theta.size):
+        e = np.zeros(theta.size)
+        e[k] = 1e-5
+        gradients = [problem.evaluate(DD.of(theta + sign * e.reshape(theta.shape)),
+                                      [1.0, 1.0]).gradient for sign in (1, -1)]
+        fd[:, k] = (gradients[0] - gradients[1]).ravel() / 2e-5
+    # a forward difference (relative step 1.5e-8) against a central one (step 1e-5)
+    assert np.max(np.abs(H - fd)) <= 1e-5 * np.max(np.abs(H))
 
 
 # --- the optimizer and the inverse KKT, unchanged ---

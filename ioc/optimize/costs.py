@@ -280,11 +280,21 @@ POINT_JACOBIAN_SOURCES = {"structured": cmtm.point_jacobian,
 ``cmtm.point_motion``)."""
 
 
+class TermValues(list):
+    """:func:`term_values`' result: one (y, Jy) per term, and ``engine``, the engine's
+    Jacobians of every row and order (``cmtm.jacobians``' dict, J[s, j, i, r, b] =
+    d y_i^(j) / d q_b^(r); None without link and torque terms or without Jacobians): the
+    Newton Hessian's differences read the mass matrix there whatever joints the terms keep
+    (``MotionProblem._curvature``)."""
+    engine = None
+
+
 def term_values(model, terms, q_stack, jacobians=True, source="structured", values=True):
-    """Value y (N, d) and stack Jacobian Jy (N, d, K, nv) of every term at every sample
-    (Jy is None with ``jacobians=False``, which skips the Jacobian pass; ``source`` names
-    an entry of JACOBIAN_SOURCES; with ``values=False`` the link, torque and point terms'
-    y is None, which skips the engine's motion passes: the Newton Hessian's differences).
+    """Value y (N, d) and stack Jacobian Jy (N, d, K, nv) of every term at every sample,
+    a :class:`TermValues` (Jy is None with ``jacobians=False``, which skips the Jacobian
+    pass; ``source`` names an entry of JACOBIAN_SOURCES; with ``values=False`` the link,
+    torque and point terms' y is None, which skips the engine's motion passes: the Newton
+    Hessian's differences).
 
     q_stack : (N, K, nv) float64 raw derivatives, K = stack_orders(terms).
     One call of ``cmtm.motion`` and one of ``cmtm.jacobians`` serve all link and torque
@@ -305,7 +315,8 @@ def term_values(model, terms, q_stack, jacobians=True, source="structured", valu
         if jacobians:
             J = JACOBIAN_SOURCES[source](model, engine_stack, quantities, order=k)
     points = _point_values(model, terms, q_stack, jacobians, source, values)
-    out, start = [], 0
+    out, start = TermValues(), 0
+    out.engine = J
     for term in terms:
         if term.kind == "point":
             out.append(_point_term_value(term, K, points, start))

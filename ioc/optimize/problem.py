@@ -38,7 +38,7 @@ import scipy.sparse as sp
 import cmtm
 from cmtm.api import check_model, reserve
 from ioc.choices import BOUNDARY_MODES, CONSTRAINT_MODES, INTEGRATION_RULES
-from ioc.optimize.costs import (JACOBIAN_SOURCES, engine_bytes, engine_order, parse_terms,
+from ioc.optimize.costs import (JACOBIAN_SOURCES, TermValues, engine_bytes, parse_terms,
                                 stack_orders, term_values)
 from ioc.spline.banded import BandLayout, SplineChain
 from ioc.spline.bspline import DD, ClampedBSpline, check_int, dd_add
@@ -440,13 +440,14 @@ class MotionProblem:
         engine (``ioc.optimize.costs.term_values``, Jy (N, d, Kd, nv) over the orders they
         depend on, ``engine_orders``); the joint terms' from their selectors (Jy (d, K, nv),
         the same at every node: :meth:`_selectors`)."""
-        values = [None] * len(self.terms)
+        values = TermValues([None] * len(self.terms))
         if self.nonlinear:
             engine = term_values(self.model, [self.terms[i] for i in self.nonlinear],
                                  q_stack[:, :self.engine_orders], jacobians=jacobians,
                                  source=self.jacobians)
             for i, value in zip(self.nonlinear, engine):
                 values[i] = value
+            values.engine = engine.engine
         flat = q_stack.reshape(q_stack.shape[0], -1)
         for i, S in self._selectors().items():
             values[i] = flat @ S.reshape(len(S), -1).T, S if jacobians else None
@@ -537,80 +538,85 @@ class MotionProblem:
         monomial holding both, so it vanishes unless a + b <= L: every other block is the
         transpose of one in a differenced column, or zero.
 
-        Where L <= 2 and every term with L = 2 is a torque tau or the rate y' of a velocity
-        y = J(q) q' (a link twist, a point velocity), only q is differenced: the (q', q')
-        block, the one block left, follows from the (q'', q) block X by the identity
-        X + X^T - V. For y' = J q'' + sum_k (d_k J) q'_k q', lambda . y' has the q'' part
-        (J^T lambda) and the q' quadratic form A_jk = sum_d lambda_d d_k J_dj = X_jk,
-        Hessian A + A^T. For tau with c_i = sum_jk Gamma_ijk q'_j q'_k, Gamma_ijk =
-        (d_k M_ij + d_j M_ik - d_i M_jk) / 2, it is D + D^T - E with D = X = d(M lambda)/dq
-        and E_jk = sum_i lambda_i d_i M_jk, and V = dc/dq' at q' = lambda is E + D - D^T,
-        so the block is 2 D - V, symmetrized D + D^T - sym(V) (:meth:`_coriolis_rate`;
-        the terms' blocks add). Step FD_STACK_STEP * max(1, |q^(o)_j|) per sample: the
-        part is right to ~1e-8 relative, which sets the rate of the Newton steps near the
-        optimum, not the optimum."""
+        Where L <= 3 and every term is a torque tau, a torque rate tau', or (L <= 2) the
+        rate y' of a velocity y = J(q) q' (a link twist, a point velocity), only q is
+        differenced (:meth:`_identity_groups`): the blocks left, (q', q') and (q'', q'),
+        follow from the differenced ones and from the differences of the mass matrix M
+        and of its rate Mdot = sum_l d_l M q'_l (read in the same perturbed engine
+        Jacobians: M = d tau / dq'', Mdot = d tau' / dq'' - d tau / dq'). With
+        D = d(M lambda)/dq, E_jk = sum_i lambda_i d_i M_jk, c = q'^T Gamma(q) q',
+        Gamma_ijk = (d_k M_ij + d_j M_ik - d_i M_jk) / 2 (Christoffel symbols):
+
+        * y' = J q'' + sum_k (d_k J) q'_k q': lambda . y' has the q'' part J^T lambda and
+          the q' quadratic form A_jk = sum_d lambda_d d_k J_dj = X_jk, X the (q'', q) block,
+          so the (q', q') block is X + X^T;
+        * tau: the (q', q') block is 2 lambda_i Gamma_ijk = D + D^T - E, D = X;
+        * tau' = M q''' + Mdot q'' + 2 Gamma[q', q''] + (d_q c) q' + (d_q g) q': the (q', q')
+          block is the Hessian of the cubic lambda . (d_q c) q', Z + Z^T - U with Z the
+          (q'', q) block and U_ab = sum_i lambda_i d_i Mdot_ab; the (q'', q') block is
+          D + 2 lambda_i Gamma_iab = 2 D + D^T - E, D the (q''', q) block.
+
+        lambda = sum_i P_i^T lambda_i over the torque terms y_i = P_i tau of a group (the
+        joints they keep); the terms' blocks add. Step FD_STACK_STEP * max(1, |q^(o)_j|)
+        per sample: the part is right to ~1e-8 relative, which sets the rate of the Newton
+        steps near the optimum, not the optimum."""
         N, nv, Kd = q_stack.shape[0], self.model.nv, self.engine_orders
         O = (Kd - 1) // 2 + 1                       # column orders 0 .. O-1
-        identity = O == 2 and all(self.terms[i].top_order <= 2 and (
-            self.terms[i].kind in ("link", "point") or self.terms[i].derivative == 0)
-            for i in self.nonlinear)
-        differenced = 1 if identity else O
+        groups = self._identity_groups() if O == 2 else None
+        part = np.zeros(len(self.nonlinear), dtype=int) if groups is None else groups
+        differenced = 1 if groups is not None else O
         terms = [self.terms[i] for i in self.nonlinear]
         omega = self.quadrature.weights
         lambdas = [weights[i] * omega[:, None] * values[i][0] for i in self.nonlinear]
-        vjps = [_vjp(lam, values[i][1][:, :, :Kd]) for lam, i in zip(lambdas, self.nonlinear)]
-        base = sum(vjps)
         stack = q_stack[:, :Kd]
         steps = FD_STACK_STEP * np.maximum(1.0, np.abs(stack[:, :O]))       # (N, O, nv)
-        columns = np.zeros((N, Kd, O, nv, nv))      # S[m, t, o, k, j], orders first
-        for group in self._direction_groups(differenced * nv, values):
-            perturbed = np.repeat(stack[None], len(group), axis=0)
-            for e, entry in enumerate(group):
+        vjps = [_vjp(lam, values[i][1][:, :, :Kd]) for lam, i in zip(lambdas, self.nonlinear)]
+        bases = [sum(v for v, g in zip(vjps, part) if g == group) for group in range(2)]
+        columns = np.zeros((2, N, Kd, O, nv, nv))   # S[group, m, t, o, k, j], orders first
+        torques = None if groups is None else _MassDifferences(self, terms, part, lambdas,
+                                                               values.engine)
+        for block in self._direction_groups(differenced * nv, values):
+            perturbed = np.repeat(stack[None], len(block), axis=0)
+            for e, entry in enumerate(block):
                 o, j = divmod(entry, nv)
                 perturbed[e, :, o, j] += steps[:, o, j]
             moved = term_values(self.model, terms, perturbed.reshape(-1, Kd, nv),
                                 source=self.jacobians, values=False)
-            g = sum(_vjp(np.tile(lam, (len(group), 1)), Jy)
-                    for lam, (_, Jy) in zip(lambdas, moved)).reshape(len(group), N, Kd, nv)
-            for e, entry in enumerate(group):
-                o, j = divmod(entry, nv)
-                columns[:, :, o, :, j] = (g[e] - base) / steps[:, o, j, None, None]
-        if identity:
-            torques = [k for k, i in enumerate(self.nonlinear)
-                       if self.terms[i].kind == "torque"]
-            X = columns[:, 2, 0]
-            columns[:, 1, 1] = X + X.transpose(0, 2, 1)
-            if torques:
-                whole = all(lambdas[k].shape[1] == nv for k in torques)
-                lam = sum(lambdas[k] for k in torques) if whole else None
-                columns[:, 1, 1] -= self._coriolis_rate(stack[:, 0], lam,
-                                                        sum(vjps[k] for k in torques)[:, 2])
-            columns[:, 0, 1] = columns[:, 1, 0].transpose(0, 2, 1)
+            for group in range(2):
+                if not any(g == group for g in part):
+                    continue
+                g = sum(_vjp(lam, Jy.reshape((len(block), N) + Jy.shape[1:]))
+                        for lam, (_, Jy), k in zip(lambdas, moved, part) if k == group)
+                for e, entry in enumerate(block):
+                    o, j = divmod(entry, nv)
+                    columns[group, :, :, o, :, j] = (g[e] - bases[group]) / steps[:, o, j,
+                                                                                 None, None]
+            if torques is not None:
+                torques.add(moved.engine, block, steps[:, 0])
+        if groups is not None:
+            _identity_blocks(columns, torques)
+        columns = columns.sum(axis=0)
         S = np.zeros((N, Kd, Kd, nv, nv))
         S[:, :O, :O] = 0.5 * (columns[:, :O] + columns[:, :O].transpose(0, 2, 1, 4, 3))
         S[:, O:, :O] = columns[:, O:]
         S[:, :O, O:] = columns[:, O:].transpose(0, 2, 1, 4, 3)
         return S
 
-    def _coriolis_rate(self, q, lam, M_lam):
-        """V = dc/dq' (N, nv, nv) at q' = lambda for the torques tau = M(q) q'' + c(q, q')
-        + g(q): lambda = sum_i P_i^T lambda_i over the torque terms y_i = P_i tau, given
-        as ``lam`` (N, nv) where every term keeps every joint (P_i = E), else solved from
-        M_lam = M lambda (N, nv), the q'' part of their vector-Jacobian product
-        sum_i (P_i M)^T lambda_i, with M = d tau / dq'' at (q, 0, 0). V at (q, lambda, 0):
-        engine torque Jacobians of the order the terms share (no other kernel to
-        compile); see :meth:`_curvature` for its use."""
-        k = engine_order([self.terms[i] for i in self.nonlinear])
-        stack = np.zeros((len(q), k + 3, self.model.nv))
-        stack[:, 0] = q
-
-        def torque_jacobian():
-            return JACOBIAN_SOURCES[self.jacobians](self.model, stack, ("joint_torque",),
-                                                    order=k)["joint_torque"][:, 0]
-        if lam is None:
-            lam = _solve_mass_matrices(torque_jacobian()[:, :, 2, :], M_lam)
-        stack[:, 1] = lam
-        return torque_jacobian()[:, :, 1, :]
+    def _identity_groups(self):
+        """Where only q is differenced (:meth:`_curvature`): per link and torque term, 0
+        for a torque tau or the rate of a velocity (input order <= 2), 1 for a torque rate
+        tau'; None where some term is neither."""
+        groups = []
+        for i in self.nonlinear:
+            term = self.terms[i]
+            if term.kind == "torque" and term.derivative == 1:
+                groups.append(1)
+            elif term.top_order <= 2 and (term.kind in ("link", "point")
+                                          or term.derivative == 0):
+                groups.append(0)
+            else:
+                return None
+        return np.array(groups)
 
     def _direction_groups(self, n_directions, values):
         """The difference directions in groups whose perturbed samples' term Jacobians (and
@@ -658,6 +664,62 @@ class MotionProblem:
         return 0.5 * rho * float(flat @ flat)
 
 
+class _MassDifferences:
+    """Forward differences along q_b of the mass matrix M and of its rate Mdot, read in the
+    torque rows of the engine's Jacobians (M = d tau / dq'', Mdot = d tau' / dq'' -
+    d tau / dq'), contracted with the torque multipliers lambda_g = sum_i P_i^T lambda_i of
+    each group g of :meth:`MotionProblem._identity_groups`: E_g = sum_b lambda_gb d_b M
+    and U = sum_b lambda_1b d_b Mdot (:meth:`MotionProblem._curvature`)."""
+
+    def __init__(self, problem, terms, part, lambdas, engine):
+        N, nv = len(problem.quadrature.weights), problem.model.nv
+        self.lam = np.zeros((2, N, nv))
+        for term, group, lam in zip(terms, part, lambdas):
+            if term.kind == "torque":
+                self.lam[group][:, list(term.joints)] += lam
+        self.rate = bool(np.any(part == 1))
+        self.torques = any(term.kind == "torque" for term in terms)
+        self.E, self.U = np.zeros((2, N, nv, nv)), np.zeros((N, nv, nv))
+        if self.torques:
+            self.M, self.Mdot = self._matrices(engine["joint_torque"])
+
+    def _matrices(self, J):
+        """(M, Mdot or None) from torque Jacobians J (..., N, k+1, nv, K, nv)."""
+        M = J[..., 0, :, 2, :]
+        return M, J[..., 1, :, 2, :] - J[..., 0, :, 1, :] if self.rate else None
+
+    def add(self, engine, block, steps):
+        """Add the differences of the directions q_j, j in the range ``block``, whose
+        perturbed samples (steps (N, nv)) follow each other in the engine's Jacobians
+        ``engine``."""
+        if not self.torques:
+            return
+        J = engine["joint_torque"]
+        M, Mdot = self._matrices(J.reshape((len(block), -1) + J.shape[1:]))
+        columns = slice(block.start, block.stop)
+        inverse = 1.0 / steps[:, columns].T[:, :, None, None]
+        lam = self.lam[:, :, columns]
+        self.E += np.einsum("gmn,nmab->gmab", lam, (M - self.M) * inverse)
+        if self.rate:
+            self.U += np.einsum("mn,nmab->mab", lam[1], (Mdot - self.Mdot) * inverse)
+
+
+def _identity_blocks(columns, torques):
+    """The (q', q') and (q'', q') blocks of :meth:`MotionProblem._curvature`'s identities,
+    in place, from its differenced q columns (2 groups, N, Kd, 2, nv, nv) and the mass
+    matrix differences ``torques`` (:class:`_MassDifferences`); the (q, q') blocks are the
+    transposes of the (q', q) ones."""
+    def T(A):
+        return A.transpose(0, 2, 1)
+    X = columns[0, :, 2, 0]
+    columns[0, :, 1, 1] = X + T(X) - torques.E[0]
+    if torques.rate:
+        Z, D = columns[1, :, 2, 0], columns[1, :, 3, 0]
+        columns[1, :, 1, 1] = Z + T(Z) - torques.U
+        columns[1, :, 2, 1] = 2 * D + T(D) - torques.E[1]
+    columns[:, :, 0, 1] = columns[:, :, 1, 0].transpose(0, 1, 3, 2)
+
+
 def _stack_gradient(omega, y, Jy):
     """omega_m Jy_m^T y_m (N, K, nv): the gradient of 1/2 sum_m omega_m |y_m|^2 with respect to
     the stack at each node (Jy (N, d, K, nv), or (d, K, nv) the same at every node)."""
@@ -667,9 +729,9 @@ def _stack_gradient(omega, y, Jy):
 
 
 def _vjp(lam, Jy):
-    """lam_m^T Jy_m (N, K, nv) for lam (N, d) and Jy (N, d, K, nv)."""
-    N, d = lam.shape
-    return np.matmul(lam[:, None, :], Jy.reshape(N, d, -1)).reshape((N,) + Jy.shape[2:])
+    """lam_m^T Jy_m (..., N, K, nv) for lam (N, d) and Jy (..., N, d, K, nv)."""
+    flat = np.matmul(lam[:, None, :], Jy.reshape(Jy.shape[:-2] + (-1,)))
+    return flat.reshape(Jy.shape[:-3] + Jy.shape[-2:])
 
 
 def _orders_first(G, K, nv):
@@ -787,19 +849,3 @@ class Evaluation:
             return self
         return replace(self, hessian="newton", exact_hessian=True, _hessians=None,
                        _curvature=None)
-
-
-def _solve_mass_matrices(M, b):
-    """lambda (N, nv) with M(q_n) lambda_n = b_n at every sample; ValueError naming the
-    first sample whose mass matrix is singular (a free direction without mass or inertia,
-    or a floating base's Euler angles at their singularity), where torque terms on a subset of the
-    joints (or base_wrench) cannot be written in the joints they keep."""
-    try:
-        return np.linalg.solve(M, b[..., None])[..., 0]
-    except np.linalg.LinAlgError:
-        sample = next(n for n in range(len(M)) if np.linalg.matrix_rank(M[n]) < M.shape[1])
-        raise ValueError(f"the model's mass matrix is singular at sample {sample} (a free "
-                         f"direction without mass or inertia, or a floating base's angles at "
-                         f"their singularity): torque terms on a subset of "
-                         f"the joints need it invertible; give the links inertia, or lock "
-                         f"or leave out the joints that move nothing") from None
