@@ -273,9 +273,10 @@ def active_set_step(chol, band, g, limits, working, tolerance, max_iterations=20
         alpha, blocking = 1.0, None
         if limits.A.shape[0]:
             Ap = limits.A @ p
-            slack = limits.b - limits.A @ d
+            slack = limits.b - limits.A @ d if inner else limits.b     # d = 0 at first
             candidates = np.flatnonzero(Ap > 1e-300)
-            candidates = candidates[~np.isin(candidates, W)]
+            if W:
+                candidates = candidates[~np.isin(candidates, W)]
             if candidates.size:
                 ratios = np.maximum(slack[candidates], 0.0) / Ap[candidates]
                 i = int(np.argmin(ratios))
@@ -382,7 +383,7 @@ def _solve_normalised(problem, w, theta0, options, progress):
         step_norm = float(np.max(np.abs(alpha * step)))
         limits = _Limits(problem, theta)
         new_stat, mu, active = _stationarity(problem, ev, w, limits, options)
-        if new_stat[1] <= CURVATURE_REUSE * stat[1]:
+        if dynamic and new_stat[1] <= CURVATURE_REUSE * stat[1]:
             ev.reuse_curvature(previous)
         slow = slow + 1 if new_stat[1] > 0.9 * stat[1] else 0
         stalls = stalls + 1 if new_stat[1] > 0.8 * stat[1] else 0
@@ -451,8 +452,8 @@ def _stationarity(problem, ev, w, limits, options):
     active = limits.active(options.active_tolerance) if problem.constraints == "exact" \
         else np.zeros(0, dtype=int)
     residual, mu = kkt_residual(g, limits, active)
-    scale = float(np.max([np.linalg.norm(wi * gi.ravel()[free])
-                          for wi, gi in zip(w, ev.grads)]))
+    terms = np.asarray(w, dtype=np.float64)[:, None] * ev.grads.reshape(len(w), -1)[:, free]
+    scale = float(np.max(np.linalg.norm(terms, axis=1)))
     gross = float(np.linalg.norm(ev.gross_gradient.ravel()[free]))
     if scale <= 1e-8 * gross:
         scale = gross
