@@ -306,3 +306,35 @@ def test_bad_weights_are_a_clear_value_error(chain3, weights, message):
     problem = MotionProblem(chain3, "joint_velocity,joint_jerk", samples=10, control_points=8)
     with pytest.raises(ValueError, match=message):
         solve(problem, weights)
+
+
+def test_single_threaded_blas_sets_one_thread_inside_and_restores_the_count():
+    """Against threadpoolctl's own report (threadpool_info) of the BLAS libraries' thread
+    counts: one inside a decorated call (also a nested one), the count before restored
+    after it, also when the call raises."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from ioc._blas import single_threaded_blas
+
+    def blas_threads():
+        return {lib["filepath"]: lib["num_threads"] for lib in threadpool_info()
+                if lib["user_api"] == "blas"}
+
+    @single_threaded_blas
+    def inner():
+        return blas_threads()
+
+    @single_threaded_blas
+    def outer(fail=False):
+        if fail:
+            raise RuntimeError("planted")
+        return blas_threads(), inner(), blas_threads()
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = blas_threads()
+        assert before and set(before.values()) == {2}
+        assert all(set(seen.values()) == {1} for seen in outer())
+        assert blas_threads() == before
+        with pytest.raises(RuntimeError, match="planted"):
+            outer(fail=True)
+        assert blas_threads() == before

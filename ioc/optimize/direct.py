@@ -274,7 +274,8 @@ def active_set_step(chol, band, g, limits, working, tolerance, max_iterations=20
         if limits.A.shape[0]:
             Ap = limits.A @ p
             slack = limits.b - limits.A @ d if inner else limits.b     # d = 0 at first
-            candidates = np.flatnonzero(Ap > 1e-300)
+            candidates = np.zeros(0, dtype=np.intp) if np.all(Ap <= slack) \
+                else np.flatnonzero(Ap > 1e-300)        # all ratios >= 1: none blocks
             if W:
                 candidates = candidates[~np.isin(candidates, W)]
             if candidates.size:

@@ -319,10 +319,11 @@ class MotionProblem:
         """A feasible start: control points on the minimum-jerk profile between start and
         goal at the Greville abscissae (fixed rows exactly start and goal)."""
         n_c = self.spline.n_control
-        (start, goal), (first_rows, last_rows) = \
-            (stack[0] for stack in self.boundary_stacks()), self._end_rows
-        theta = np.clip(start + self._minimum_jerk[:, None] * (goal - start), self.lower,
-                        self.upper)
+        start, goal = (self.start, self.goal) if self.boundary == "rest" else \
+            (self.start[0], self.goal[0])               # the positions of boundary_stacks
+        first_rows, last_rows = self._end_rows
+        theta = np.minimum(np.maximum(start + self._minimum_jerk[:, None] * (goal - start),
+                                      self.lower), self.upper)
         theta[:self.rest_order + 1] = first_rows
         theta[n_c - self.rest_order - 1:] = last_rows
         return DD.of(theta)
