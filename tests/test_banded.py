@@ -52,6 +52,17 @@ def test_spline_chain_gradient_and_hessian_match_dense_products(Kc):
     assert np.allclose(dense, expected, rtol=0, atol=1e-10)
 
 
+def upper_band_storage(dense, u):
+    """LAPACK's upper band storage of a dense symmetric matrix, entry by entry
+    (ab[u + r - c, c] = A[r, c] for max(0, c - u) <= r <= c, zero elsewhere)."""
+    n = dense.shape[0]
+    ab = np.zeros((u + 1, n))
+    for c in range(n):
+        for r in range(max(0, c - u), c + 1):
+            ab[u + r - c, c] = dense[r, c]
+    return ab
+
+
 def test_restrict_solve_and_matvec_agree_with_dense_linear_algebra():
     rng = np.random.default_rng(2)
     n_control, degree, nv = 10, 2, 3
@@ -65,6 +76,9 @@ def test_restrict_solve_and_matvec_agree_with_dense_linear_algebra():
     sub = layout.restrict(ab, start, stop)
     dense = band_to_dense(ab)[start:stop, start:stop]
     assert np.array_equal(band_to_dense(sub), dense)
+    assert np.array_equal(sub, upper_band_storage(dense, layout.u))
+    narrow = layout.restrict(ab, start, start + 4)          # fewer columns than u = 8
+    assert np.array_equal(narrow, upper_band_storage(dense[:4, :4], layout.u))
     b = rng.normal(size=(stop - start, 2))
     assert np.allclose(band_matvec(sub, b), dense @ b, rtol=1e-12, atol=1e-12)
     x = BandedCholesky(sub).solve(b)

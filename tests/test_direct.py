@@ -338,3 +338,34 @@ def test_single_threaded_blas_sets_one_thread_inside_and_restores_the_count():
         with pytest.raises(RuntimeError, match="planted"):
             outer(fail=True)
         assert blas_threads() == before
+
+
+def test_gross_gradient_and_costs_equal_their_definitions_sample_by_sample(chain3):
+    """Evaluation.gross_gradient, the rounding scale of the stationarity, against its
+    definition sum_i w_i sum_m |B_m|^T |gs_im| summed sample by sample here from the local
+    basis (gs_im = omega_m Jy_im^T y_im, the stack gradient of term i), and the costs
+    against 1/2 sum_m omega_m |y_im|^2, on joint and torque terms with unequal weights;
+    cost() is evaluate's cost (the line search compares them). 1e-14 relative: sums in
+    other orders."""
+    problem = MotionProblem(chain3, "joint_velocity,joint_jerk,joint_torque", duration=2.0,
+                            samples=40, degree=5, control_points=12, start=0.4, goal=-0.3)
+    rng = np.random.default_rng(5)
+    theta = problem.initial_theta()
+    theta = DD.of(theta.hi + 0.05 * rng.normal(size=theta.hi.shape))
+    weights = np.array([0.7, 1e-3, 0.2])
+    ev = problem.evaluate(theta, weights)
+    omega = problem.quadrature.weights
+    reference = np.zeros_like(ev.gross_gradient)
+    for i, (y, Jy) in enumerate(ev.inputs[2]):
+        Jy = np.broadcast_to(Jy, (len(y),) + Jy.shape[-3:])
+        assert abs(ev.costs[i] - 0.5 * sum(omega[m] * y[m] @ y[m] for m in range(len(y)))) \
+            <= 1e-14 * ev.costs[i]
+        for m in range(len(y)):
+            gs = omega[m] * np.einsum("d,dsj->sj", y[m], Jy[m])
+            for s in range(gs.shape[0]):
+                for a in range(problem.basis.shape[2]):
+                    reference[problem.first[m] + a] += \
+                        weights[i] * abs(problem.basis[m, s, a]) * np.abs(gs[s])
+    assert np.max(np.abs(ev.gross_gradient - reference)) <= 1e-14 * np.max(reference)
+    assert np.all(np.abs(ev.gradient) <= ev.gross_gradient * (1 + 1e-14))
+    assert problem.cost(theta, weights) == ev.cost

@@ -130,12 +130,17 @@ class BandLayout:
         self.nv, self.n_local = nv, degree + 1
         self.size = n_control * nv
         self.u = self.n_local * nv - 1
+        d, c = np.indices((self.u, self.u))
+        self._above = d < self.u - c
+        """(u, u) mask of :meth:`restrict`: entry (d, c) of a band's first u columns lies
+        above its row 0 (d < u - c)."""
 
     def restrict(self, ab, start, stop):
-        """The band of the principal submatrix of variables start..stop-1."""
+        """The band of the principal submatrix of variables start..stop-1: its columns,
+        with the entries above the submatrix (rows before ``start``) zeroed."""
         sub = ab[:, start:stop].copy()
-        for c in range(min(self.u, stop - start)):
-            sub[:self.u - c, c] = 0.0
+        width = min(self.u, stop - start)
+        sub[:self.u, :width][self._above[:, :width]] = 0.0
         return sub
 
     def add_diagonal(self, ab, values):
