@@ -369,3 +369,21 @@ def test_gross_gradient_and_costs_equal_their_definitions_sample_by_sample(chain
     assert np.max(np.abs(ev.gross_gradient - reference)) <= 1e-14 * np.max(reference)
     assert np.all(np.abs(ev.gradient) <= ev.gross_gradient * (1 + 1e-14))
     assert problem.cost(theta, weights) == ev.cost
+
+
+def test_limit_slacks_are_bounds_minus_the_spline_positions_at_the_limit_nodes(chain3):
+    """MotionProblem.limit_slacks (the active-set steps' b) against the positions from the
+    spline's own evaluation at the limit nodes (1e-14: other sums), and bit for bit against
+    the rows of limit_values with their signs; infinite bounds have no row."""
+    problem = MotionProblem(chain3, "joint_jerk", duration=2.0, samples=30, degree=5,
+                            control_points=12, start=0.4, goal=-0.3,
+                            limits=([-1.0, -np.inf, -2.0], [1.5, 2.0, np.inf]))
+    theta = problem.initial_theta()
+    theta = DD(theta.hi + 0.1 * np.random.default_rng(6).normal(size=theta.hi.shape),
+               np.zeros(theta.hi.shape))
+    rows, sign, _, bound = problem.limit_constraints()
+    q = problem.spline.evaluate(theta, problem.limit_times, 0)[:, 0].ravel()
+    slacks = problem.limit_slacks(theta)
+    assert len(rows) == 2 * 2 * 30 and set(rows % 3) == {0, 1, 2}
+    assert np.max(np.abs(slacks - (bound - sign * q[rows]))) <= 1e-14
+    assert np.array_equal(slacks, bound - sign * problem.limit_values(theta)[rows])

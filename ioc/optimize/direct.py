@@ -180,8 +180,8 @@ class _Limits:
     rows with the sign flipped), restricted to finite bounds."""
 
     def __init__(self, problem, theta):
-        self.rows, self.sign, self.A, bound = problem.limit_constraints()
-        self.b = bound - self.sign * problem.limit_values(theta)[self.rows]
+        self.rows, self.sign, self.A, _ = problem.limit_constraints()
+        self.b = problem.limit_slacks(theta)
         self.nv = problem.model.nv
         self.times = problem.limit_times
 
@@ -454,7 +454,7 @@ def _stationarity(problem, ev, w, limits, options):
         else np.zeros(0, dtype=int)
     residual, mu = kkt_residual(g, limits, active)
     terms = np.asarray(w, dtype=np.float64)[:, None] * ev.grads.reshape(len(w), -1)[:, free]
-    scale = float(np.max(np.linalg.norm(terms, axis=1)))
+    scale = float(np.sqrt(np.max(np.einsum("ij,ij->i", terms, terms))))
     gross = float(np.linalg.norm(ev.gross_gradient.ravel()[free]))
     if scale <= 1e-8 * gross:
         scale = gross

@@ -376,7 +376,15 @@ class MotionProblem:
             A = self.limit_matrix_free()
             A = A[rows].multiply(sign[:, None]).tocsr() if len(rows) else A[:0]
             self._limit_constraints = rows, sign, A, np.concatenate([upper[up], -lower[lo]])
+            self._signed_limit_rows = self._limit_matrix[rows].multiply(sign[:, None]).tocsr()
         return self._limit_constraints
+
+    def limit_slacks(self, theta):
+        """b_k = bound_k - sign_k q_rows[k](theta) of :meth:`limit_constraints`, in float64
+        (the same bits as from :meth:`limit_values`: one product with the signed rows,
+        a sign flips no rounding)."""
+        bound = self.limit_constraints()[3]
+        return bound - self._signed_limit_rows @ theta.value().ravel()
 
     def limit_matrix_free(self):
         """d q(t_c) / d x over the free variables: sparse (n_nodes * nv, n_free)."""
