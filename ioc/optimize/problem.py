@@ -41,7 +41,7 @@ from ioc.choices import BOUNDARY_MODES, CONSTRAINT_MODES, INTEGRATION_RULES
 from ioc.optimize.costs import (JACOBIAN_SOURCES, engine_bytes, engine_order, parse_terms,
                                 stack_orders, term_values)
 from ioc.spline.banded import BandLayout, SplineChain
-from ioc.spline.bspline import DD, ClampedBSpline, check_int, dd_add
+from ioc.spline.bspline import DD, ClampedBSpline, check_int, dd_add_floats
 
 POSITION_BOUND = 1e6
 """Joint positions (start, goal, control points) are refused beyond +-1e6 rad or m: far
@@ -332,7 +332,7 @@ class MotionProblem:
         """theta + step on the free rows (step: (n_free,) float64), in double-double."""
         full = np.zeros(self.spline.n_control * self.model.nv)
         full[self.free_slice] = step
-        return dd_add(theta, full.reshape(theta.hi.shape))
+        return dd_add_floats(theta, full.reshape(theta.hi.shape))
 
     # --- joint limits at the nodes t_c: lower <= q(t_c) <= upper ---
 
