@@ -300,7 +300,8 @@ def test_bad_problem_is_a_clear_value_error(chain3, kwargs, message):
 
 @pytest.mark.parametrize("weights, message", [
     ([1.0], "expected 2"), ([1.0, -1.0], "non-negative"), ([0.0, 0.0], "not all zero"),
-    ([1.0, np.nan], "finite"),
+    ([1.0, np.nan], "finite"), ([np.inf, 1.0], "finite"), ([-0.0, -1e-300], "non-negative"),
+    ([1e-310, 0.0], "a sum within"), ([1.5e200, 1e200], "a sum within"),
 ])
 def test_bad_weights_are_a_clear_value_error(chain3, weights, message):
     problem = MotionProblem(chain3, "joint_velocity,joint_jerk", samples=10, control_points=8)

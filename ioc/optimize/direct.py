@@ -38,6 +38,7 @@ term gradient vanishes on its own (a single term) the scale is instead the gross
 solve has converged when the relative stationarity reaches ``tolerance``, or the rounding
 floor of that sum (eps |gross| / scale) below ``acceptable``.
 """
+import math
 import time
 from dataclasses import dataclass, field
 from numbers import Integral, Real
@@ -163,11 +164,12 @@ def check_weights(weights, n_terms):
         raise ValueError(f"weights: expected {n_terms} numbers, got {weights!r}") from None
     if w.size != n_terms:
         raise ValueError(f"weights: expected {n_terms} (one per cost), got {w.size}")
-    if not np.all(np.isfinite(w)) or np.any(w < 0) or not np.any(w > 0):
+    values = w.tolist()            # a few numbers: Python's float operations, not numpy's
+    if not all(math.isfinite(v) and v >= 0 for v in values) or not any(v > 0 for v in values):
         raise ValueError(f"weights: expected finite non-negative values, not all zero, "
-                         f"got {w.tolist()}")
-    largest = float(w.max())
-    total = largest * float(np.sum(w / largest))           # Python floats: inf, no warning
+                         f"got {values}")
+    largest = max(values)
+    total = largest * sum(v / largest for v in values)     # Python floats: inf, no warning
     low, high = WEIGHT_SUM_RANGE
     if not low <= total <= high:
         raise ValueError(f"weights: expected a sum within [{low:g}, {high:g}], got {total:g} "
