@@ -426,12 +426,14 @@ class MotionProblem:
         omega = self.quadrature.weights
         costs = np.array([_term_cost(omega, y) for y, _ in values])
         stack_grads = np.zeros(q_stack.shape[:2] + (len(values), q_stack.shape[2]))
+        gross_stack = np.zeros(q_stack.shape)               # sum_i w_i |gs_i|
         for i, (y, Jy) in enumerate(values):
             gs = _stack_gradient(omega, y, Jy)
             stack_grads[:, :gs.shape[1], i] = gs
+            gross_stack[:, :gs.shape[1]] += weights[i] * np.abs(gs)
         grads = np.moveaxis(self.chain.gradient(stack_grads), 1, 0)
         gradient = np.tensordot(weights, grads, axes=1)
-        gross = self._gross_chain @ _weighted_terms(np.abs(stack_grads), weights)
+        gross = self._gross_chain @ gross_stack.reshape(-1, self.model.nv)
         penalty_cost = 0.0
         if self.constraints == "penalty":
             penalty_cost = self._add_penalties(theta, weights, gradient, [])
@@ -670,16 +672,6 @@ def _term_cost(omega, y):
     sums in :meth:`MotionProblem.cost` and :meth:`MotionProblem.evaluate`, so that a line
     search compares like with like)."""
     return 0.5 * float(omega @ np.einsum("md,md->m", y, y))
-
-
-def _weighted_terms(per_term, weights):
-    """sum_i w_i per_term[..., i, :] as (-1, nv) rows, for per_term (..., n_terms, nv): one
-    matrix product with the (n_terms nv, nv) matrix of the blocks w_i I (numpy's einsum
-    over the middle axis took ~4 times as long on the paper's 200 samples)."""
-    n_terms, nv = per_term.shape[-2:]
-    blocks = np.zeros((n_terms, nv, nv))
-    blocks[:, np.arange(nv), np.arange(nv)] = weights[:, None]
-    return per_term.reshape(-1, n_terms * nv) @ blocks.reshape(n_terms * nv, nv)
 
 
 def _stack_gradient(omega, y, Jy):
