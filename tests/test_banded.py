@@ -2,6 +2,8 @@
 import numpy as np
 import pytest
 
+from scipy.linalg import LinAlgError, cho_solve_banded, cholesky_banded
+
 from ioc.banded import BandedCholesky, BandLayout, SplineChain, band_matvec, band_to_dense
 
 
@@ -50,6 +52,17 @@ def test_spline_chain_gradient_and_hessian_match_dense_products(Kc):
     assert np.allclose(dense, expected, rtol=0, atol=1e-10)
 
 
+def upper_band_storage(dense, u):
+    """LAPACK's upper band storage of a dense symmetric matrix, entry by entry
+    (ab[u + r - c, c] = A[r, c] for max(0, c - u) <= r <= c, zero elsewhere)."""
+    n = dense.shape[0]
+    ab = np.zeros((u + 1, n))
+    for c in range(n):
+        for r in range(max(0, c - u), c + 1):
+            ab[u + r - c, c] = dense[r, c]
+    return ab
+
+
 def test_restrict_solve_and_matvec_agree_with_dense_linear_algebra():
     rng = np.random.default_rng(2)
     n_control, degree, nv = 10, 2, 3
@@ -63,11 +76,38 @@ def test_restrict_solve_and_matvec_agree_with_dense_linear_algebra():
     sub = layout.restrict(ab, start, stop)
     dense = band_to_dense(ab)[start:stop, start:stop]
     assert np.array_equal(band_to_dense(sub), dense)
+    assert np.array_equal(sub, upper_band_storage(dense, layout.u))
+    narrow = layout.restrict(ab, start, start + 4)          # fewer columns than u = 8
+    assert np.array_equal(narrow, upper_band_storage(dense[:4, :4], layout.u))
     b = rng.normal(size=(stop - start, 2))
     assert np.allclose(band_matvec(sub, b), dense @ b, rtol=1e-12, atol=1e-12)
     x = BandedCholesky(sub).solve(b)
     # conditioning of a random least-squares normal matrix, ~1e6 at most
     assert np.allclose(dense @ x, b, rtol=0, atol=1e-8)
+
+
+def test_banded_cholesky_equals_scipy_cholesky_banded_bit_for_bit_and_refuses_indefinite():
+    """The direct LAPACK calls against scipy.linalg's cholesky_banded / cho_solve_banded
+    (the same routines: identical bits), one and two right-hand sides; an indefinite
+    matrix is a LinAlgError (the solver shifts it), a NaN a ValueError."""
+    rng = np.random.default_rng(3)
+    n, u = 40, 5
+    M = rng.normal(size=(n, n))
+    dense = M @ M.T + n * np.eye(n)
+    ab = np.array([np.concatenate([np.zeros(u - d), np.diag(dense, u - d)])
+                   for d in range(u + 1)])
+    chol = BandedCholesky(ab)
+    assert np.array_equal(chol.factor, cholesky_banded(ab, lower=False))
+    for b in (rng.normal(size=n), rng.normal(size=(n, 2))):
+        assert np.array_equal(chol.solve(b), cho_solve_banded((chol.factor, False), b))
+    indefinite = ab.copy()
+    indefinite[u, 7] = -1.0
+    with pytest.raises(LinAlgError):
+        BandedCholesky(indefinite)
+    with pytest.raises(ValueError, match="finite"):
+        BandedCholesky(np.where(ab == ab[u, 3], np.nan, ab))
+    with pytest.raises(ValueError, match="finite"):
+        chol.solve(np.full(n, np.inf))
 
 
 def test_band_layout_bandwidth_is_local_support():

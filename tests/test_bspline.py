@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from scipy.interpolate import BSpline
 
-from ioc.bspline import DD, ClampedBSpline, _dd_div, clamped_knots, dd_add, dd_mul, dd_sub
+from ioc.bspline import (DD, ClampedBSpline, _dd_div, _derivative_values, clamped_knots, dd_add,
+                         dd_add_floats, dd_mul, dd_sub)
 
 EPS = np.finfo(np.float64).eps
 T = 2.0
@@ -170,6 +171,25 @@ def test_stack_evaluator_is_evaluate_bit_for_bit(p, kind):
                                           space.evaluate(theta, t, K))
 
 
+@pytest.mark.parametrize("p, kind", SPACES[::3], ids=SPACE_IDS[::3])
+def test_compiled_derivative_control_points_are_the_double_double_ones_bit_for_bit(p, kind):
+    """The compiled differences (_derivative_values) leave c^(K) in their work arrays as a
+    DD: hi and lo equal to derivative_control_points' (numpy) to the last bit, not only
+    their rounded sums, for a normalised theta with a nonzero lo part."""
+    space = make_space(p, kind)
+    rng = np.random.default_rng(10 + p)
+    hi = rng.normal(size=(space.n_control, 3)) * 10
+    theta = DD(hi, rng.uniform(-0.5, 0.5, hi.shape) * np.spacing(hi))
+    evaluator = space.stack_evaluator(sample_times(space), p)
+    n_c = space.n_control
+    values = np.empty(((p + 1) * n_c - p * (p + 1) // 2, 3))
+    c_hi, c_lo = np.empty_like(hi), np.empty_like(hi)
+    _derivative_values(theta.hi, theta.lo, *evaluator._scales, c_hi, c_lo, values)
+    exact = space.derivative_control_points(theta, p)
+    np.testing.assert_array_equal(c_hi[:n_c - p], exact.hi)
+    np.testing.assert_array_equal(c_lo[:n_c - p], exact.lo)
+
+
 @pytest.mark.parametrize("r", range(6))
 def test_derivative_control_points_match_scipy_derivative(r):
     space = ClampedBSpline(5, 14, T)
@@ -314,6 +334,25 @@ def test_dd_add_and_sub_are_exact_to_1e30_against_fractions():
     assert_dd_close(dd_add(a, b), [x + y for x, y in zip(fa, fb)])
     assert_dd_close(dd_sub(a, b), [x - y for x, y in zip(fa, fb)])
     assert_dd_close(dd_add(a, b.hi), [x + Fraction(y) for x, y in zip(fa, b.hi)])
+
+
+def test_compiled_dd_add_floats_is_dd_add_bit_for_bit_and_exact_against_fractions():
+    """The solvers' step theta + dx in one compiled call: the same bits as dd_add (also
+    for a lo part that is not below hi's last bit, which neither renormalises first), and
+    within 1e-30 of the exact sum (Fractions) for normalised operands under cancellation;
+    (n, nv) arrays as the solvers pass them."""
+    a, b = dd_operands(2)
+    fa = as_fractions(a)
+    assert_dd_close(dd_add_floats(a, b.hi), [x + Fraction(y) for x, y in zip(fa, b.hi)])
+    rough = DD(a.hi, a.hi * 1e-3)
+    for x in (a, rough):
+        for shape in ((400,), (100, 4)):
+            x2, b2 = DD(x.hi.reshape(shape), x.lo.reshape(shape)), b.hi.reshape(shape)
+            ours, reference = dd_add_floats(x2, b2), dd_add(x2, b2)
+            assert np.array_equal(ours.hi, reference.hi)
+            assert np.array_equal(ours.lo, reference.lo)
+    with pytest.raises(ValueError, match="one shape"):
+        dd_add_floats(a, b.hi[:3])
 
 
 def test_dd_mul_and_div_are_exact_to_1e30_against_fractions():

@@ -321,9 +321,91 @@ def test_bad_problem_is_a_clear_value_error(chain3, kwargs, message):
 
 @pytest.mark.parametrize("weights, message", [
     ([1.0], "expected 2"), ([1.0, -1.0], "non-negative"), ([0.0, 0.0], "not all zero"),
-    ([1.0, np.nan], "finite"),
+    ([1.0, np.nan], "finite"), ([np.inf, 1.0], "finite"), ([-0.0, -1e-300], "non-negative"),
+    ([1e-310, 0.0], "a sum within"), ([1.5e200, 1e200], "a sum within"),
 ])
 def test_bad_weights_are_a_clear_value_error(chain3, weights, message):
     problem = MotionProblem(chain3, "joint_velocity,joint_jerk", samples=10, control_points=8)
     with pytest.raises(ValueError, match=message):
         solve(problem, weights)
+
+
+def test_single_threaded_blas_sets_one_thread_inside_and_restores_the_count():
+    """Against threadpoolctl's own report (threadpool_info) of the BLAS libraries' thread
+    counts: one inside a decorated call (also a nested one), the count before restored
+    after it, also when the call raises."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from ioc._blas import single_threaded_blas
+
+    def blas_threads():
+        return {lib["filepath"]: lib["num_threads"] for lib in threadpool_info()
+                if lib["user_api"] == "blas"}
+
+    @single_threaded_blas
+    def inner():
+        return blas_threads()
+
+    @single_threaded_blas
+    def outer(fail=False):
+        if fail:
+            raise RuntimeError("planted")
+        return blas_threads(), inner(), blas_threads()
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = blas_threads()
+        assert before and set(before.values()) == {2}
+        assert all(set(seen.values()) == {1} for seen in outer())
+        assert blas_threads() == before
+        with pytest.raises(RuntimeError, match="planted"):
+            outer(fail=True)
+        assert blas_threads() == before
+
+
+def test_gross_gradient_and_costs_equal_their_definitions_sample_by_sample(chain3):
+    """Evaluation.gross_gradient, the rounding scale of the stationarity, against its
+    definition sum_i w_i sum_m |B_m|^T |gs_im| summed sample by sample here from the local
+    basis (gs_im = omega_m Jy_im^T y_im, the stack gradient of term i), and the costs
+    against 1/2 sum_m omega_m |y_im|^2, on joint and torque terms with unequal weights;
+    cost() is evaluate's cost (the line search compares them). 1e-14 relative: sums in
+    other orders."""
+    problem = MotionProblem(chain3, "joint_velocity,joint_jerk,joint_torque", duration=2.0,
+                            samples=40, degree=5, control_points=12, start=0.4, goal=-0.3)
+    rng = np.random.default_rng(5)
+    theta = problem.initial_theta()
+    theta = DD.of(theta.hi + 0.05 * rng.normal(size=theta.hi.shape))
+    weights = np.array([0.7, 1e-3, 0.2])
+    ev = problem.evaluate(theta, weights)
+    omega = problem.quadrature.weights
+    reference = np.zeros_like(ev.gross_gradient)
+    for i, (y, Jy) in enumerate(ev.inputs[2]):
+        Jy = np.broadcast_to(Jy, (len(y),) + Jy.shape[-3:])
+        assert abs(ev.costs[i] - 0.5 * sum(omega[m] * y[m] @ y[m] for m in range(len(y)))) \
+            <= 1e-14 * ev.costs[i]
+        for m in range(len(y)):
+            gs = omega[m] * np.einsum("d,dsj->sj", y[m], Jy[m])
+            for s in range(gs.shape[0]):
+                for a in range(problem.basis.shape[2]):
+                    reference[problem.first[m] + a] += \
+                        weights[i] * abs(problem.basis[m, s, a]) * np.abs(gs[s])
+    assert np.max(np.abs(ev.gross_gradient - reference)) <= 1e-14 * np.max(reference)
+    assert np.all(np.abs(ev.gradient) <= ev.gross_gradient * (1 + 1e-14))
+    assert problem.cost(theta, weights) == ev.cost
+
+
+def test_limit_slacks_are_bounds_minus_the_spline_positions_at_the_limit_nodes(chain3):
+    """MotionProblem.limit_slacks (the active-set steps' b) against the positions from the
+    spline's own evaluation at the limit nodes (1e-14: other sums), and bit for bit against
+    the rows of limit_values with their signs; infinite bounds have no row."""
+    problem = MotionProblem(chain3, "joint_jerk", duration=2.0, samples=30, degree=5,
+                            control_points=12, start=0.4, goal=-0.3,
+                            limits=([-1.0, -np.inf, -2.0], [1.5, 2.0, np.inf]))
+    theta = problem.initial_theta()
+    theta = DD(theta.hi + 0.1 * np.random.default_rng(6).normal(size=theta.hi.shape),
+               np.zeros(theta.hi.shape))
+    rows, sign, _, bound = problem.limit_constraints()
+    q = problem.spline.evaluate(theta, problem.limit_times, 0)[:, 0].ravel()
+    slacks = problem.limit_slacks(theta)
+    assert len(rows) == 2 * 2 * 30 and set(rows % 3) == {0, 1, 2}
+    assert np.max(np.abs(slacks - (bound - sign * q[rows]))) <= 1e-14
+    assert np.array_equal(slacks, bound - sign * problem.limit_values(theta)[rows])

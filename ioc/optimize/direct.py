@@ -38,6 +38,7 @@ term gradient vanishes on its own (a single term) the scale is instead the gross
 solve has converged when the relative stationarity reaches ``tolerance``, or the rounding
 floor of that sum (eps |gross| / scale) below ``acceptable``.
 """
+import math
 import time
 from dataclasses import dataclass, field
 from numbers import Integral, Real
@@ -163,11 +164,12 @@ def check_weights(weights, n_terms):
         raise ValueError(f"weights: expected {n_terms} numbers, got {weights!r}") from None
     if w.size != n_terms:
         raise ValueError(f"weights: expected {n_terms} (one per cost), got {w.size}")
-    if not np.all(np.isfinite(w)) or np.any(w < 0) or not np.any(w > 0):
+    values = w.tolist()            # a few numbers: Python's float operations, not numpy's
+    if not all(math.isfinite(v) and v >= 0 for v in values) or not any(v > 0 for v in values):
         raise ValueError(f"weights: expected finite non-negative values, not all zero, "
-                         f"got {w.tolist()}")
-    largest = float(w.max())
-    total = largest * float(np.sum(w / largest))           # Python floats: inf, no warning
+                         f"got {values}")
+    largest = max(values)
+    total = largest * sum(v / largest for v in values)     # Python floats: inf, no warning
     low, high = WEIGHT_SUM_RANGE
     if not low <= total <= high:
         raise ValueError(f"weights: expected a sum within [{low:g}, {high:g}], got {total:g} "
@@ -180,8 +182,8 @@ class _Limits:
     rows with the sign flipped), restricted to finite bounds."""
 
     def __init__(self, problem, theta):
-        self.rows, self.sign, self.A, bound = problem.limit_constraints()
-        self.b = bound - self.sign * problem.limit_values(theta)[self.rows]
+        self.rows, self.sign, self.A, _ = problem.limit_constraints()
+        self.b = problem.limit_slacks(theta)
         self.nv = problem.model.nv
         self.times = problem.limit_times
 
@@ -273,9 +275,11 @@ def active_set_step(chol, band, g, limits, working, tolerance, max_iterations=20
         alpha, blocking = 1.0, None
         if limits.A.shape[0]:
             Ap = limits.A @ p
-            slack = limits.b - limits.A @ d
-            candidates = np.flatnonzero(Ap > 1e-300)
-            candidates = candidates[~np.isin(candidates, W)]
+            slack = limits.b - limits.A @ d if inner else limits.b     # d = 0 at first
+            candidates = np.zeros(0, dtype=np.intp) if np.all(Ap <= slack) \
+                else np.flatnonzero(Ap > 1e-300)        # all ratios >= 1: none blocks
+            if W:
+                candidates = candidates[~np.isin(candidates, W)]
             if candidates.size:
                 ratios = np.maximum(slack[candidates], 0.0) / Ap[candidates]
                 i = int(np.argmin(ratios))
@@ -382,7 +386,7 @@ def _solve_normalised(problem, w, theta0, options, progress):
         step_norm = float(np.max(np.abs(alpha * step)))
         limits = _Limits(problem, theta)
         new_stat, mu, active = _stationarity(problem, ev, w, limits, options)
-        if new_stat[1] <= CURVATURE_REUSE * stat[1]:
+        if dynamic and new_stat[1] <= CURVATURE_REUSE * stat[1]:
             ev.reuse_curvature(previous)
         slow = slow + 1 if new_stat[1] > 0.9 * stat[1] else 0
         stalls = stalls + 1 if new_stat[1] > 0.8 * stat[1] else 0
@@ -451,8 +455,8 @@ def _stationarity(problem, ev, w, limits, options):
     active = limits.active(options.active_tolerance) if problem.constraints == "exact" \
         else np.zeros(0, dtype=int)
     residual, mu = kkt_residual(g, limits, active)
-    scale = float(np.max([np.linalg.norm(wi * gi.ravel()[free])
-                          for wi, gi in zip(w, ev.grads)]))
+    terms = np.asarray(w, dtype=np.float64)[:, None] * ev.grads.reshape(len(w), -1)[:, free]
+    scale = float(np.sqrt(np.max(np.einsum("ij,ij->i", terms, terms))))
     gross = float(np.linalg.norm(ev.gross_gradient.ravel()[free]))
     if scale <= 1e-8 * gross:
         scale = gross

@@ -41,7 +41,7 @@ from ioc.choices import BOUNDARY_MODES, CONSTRAINT_MODES, INTEGRATION_RULES
 from ioc.optimize.costs import (JACOBIAN_SOURCES, TermValues, engine_bytes, parse_terms,
                                 stack_orders, term_values)
 from ioc.spline.banded import BandLayout, SplineChain
-from ioc.spline.bspline import DD, ClampedBSpline, check_int, dd_add
+from ioc.spline.bspline import DD, ClampedBSpline, check_int, dd_add_floats
 
 POSITION_BOUND = 1e6
 """Joint positions (start, goal, control points) are refused beyond +-1e6 rad or m: far
@@ -319,10 +319,11 @@ class MotionProblem:
         """A feasible start: control points on the minimum-jerk profile between start and
         goal at the Greville abscissae (fixed rows exactly start and goal)."""
         n_c = self.spline.n_control
-        (start, goal), (first_rows, last_rows) = \
-            (stack[0] for stack in self.boundary_stacks()), self._end_rows
-        theta = np.clip(start + self._minimum_jerk[:, None] * (goal - start), self.lower,
-                        self.upper)
+        start, goal = (self.start, self.goal) if self.boundary == "rest" else \
+            (self.start[0], self.goal[0])               # the positions of boundary_stacks
+        first_rows, last_rows = self._end_rows
+        theta = np.minimum(np.maximum(start + self._minimum_jerk[:, None] * (goal - start),
+                                      self.lower), self.upper)
         theta[:self.rest_order + 1] = first_rows
         theta[n_c - self.rest_order - 1:] = last_rows
         return DD.of(theta)
@@ -331,7 +332,7 @@ class MotionProblem:
         """theta + step on the free rows (step: (n_free,) float64), in double-double."""
         full = np.zeros(self.spline.n_control * self.model.nv)
         full[self.free_slice] = step
-        return dd_add(theta, full.reshape(theta.hi.shape))
+        return dd_add_floats(theta, full.reshape(theta.hi.shape))
 
     # --- joint limits at the nodes t_c: lower <= q(t_c) <= upper ---
 
@@ -375,7 +376,15 @@ class MotionProblem:
             A = self.limit_matrix_free()
             A = A[rows].multiply(sign[:, None]).tocsr() if len(rows) else A[:0]
             self._limit_constraints = rows, sign, A, np.concatenate([upper[up], -lower[lo]])
+            self._signed_limit_rows = self._limit_matrix[rows].multiply(sign[:, None]).tocsr()
         return self._limit_constraints
+
+    def limit_slacks(self, theta):
+        """b_k = bound_k - sign_k q_rows[k](theta) of :meth:`limit_constraints`, in float64
+        (the same bits as from :meth:`limit_values`: one product with the signed rows,
+        a sign flips no rounding)."""
+        bound = self.limit_constraints()[3]
+        return bound - self._signed_limit_rows @ theta.value().ravel()
 
     def limit_matrix_free(self):
         """d q(t_c) / d x over the free variables: sparse (n_nodes * nv, n_free)."""
@@ -398,8 +407,7 @@ class MotionProblem:
         weights = np.asarray(weights, dtype=float)
         values = self._values(self.stack(theta), jacobians=False)
         omega = self.quadrature.weights
-        cost = sum(w * 0.5 * np.sum(omega * np.sum(y * y, axis=1))
-                   for w, (y, _) in zip(weights, values))
+        cost = sum(w * _term_cost(omega, y) for w, (y, _) in zip(weights, values))
         if self.constraints == "penalty":
             cost += self._add_penalties(theta, weights, None, [])
         return float(cost)
@@ -416,15 +424,16 @@ class MotionProblem:
         q_stack = self.stack(theta)
         values = self._values(q_stack)
         omega = self.quadrature.weights
-        costs = np.array([0.5 * np.sum(omega * np.sum(y * y, axis=1)) for y, _ in values])
+        costs = np.array([_term_cost(omega, y) for y, _ in values])
         stack_grads = np.zeros(q_stack.shape[:2] + (len(values), q_stack.shape[2]))
+        gross_stack = np.zeros(q_stack.shape)               # sum_i w_i |gs_i|
         for i, (y, Jy) in enumerate(values):
             gs = _stack_gradient(omega, y, Jy)
             stack_grads[:, :gs.shape[1], i] = gs
+            gross_stack[:, :gs.shape[1]] += weights[i] * np.abs(gs)
         grads = np.moveaxis(self.chain.gradient(stack_grads), 1, 0)
         gradient = np.tensordot(weights, grads, axes=1)
-        gross = self._gross_chain @ np.einsum("i,msij->msj", weights, np.abs(stack_grads)
-                                              ).reshape(-1, self.model.nv)
+        gross = self._gross_chain @ gross_stack.reshape(-1, self.model.nv)
         penalty_cost = 0.0
         if self.constraints == "penalty":
             penalty_cost = self._add_penalties(theta, weights, gradient, [])
@@ -718,6 +727,13 @@ def _identity_blocks(columns, torques):
         columns[1, :, 1, 1] = Z + T(Z) - torques.U
         columns[1, :, 2, 1] = 2 * D + T(D) - torques.E[1]
     columns[:, :, 0, 1] = columns[:, :, 1, 0].transpose(0, 1, 3, 2)
+
+
+def _term_cost(omega, y):
+    """c = 1/2 sum_m omega_m |y_m|^2 of one term's values y (N, d), as a float (the same
+    sums in :meth:`MotionProblem.cost` and :meth:`MotionProblem.evaluate`, so that a line
+    search compares like with like)."""
+    return 0.5 * float(omega @ np.einsum("md,md->m", y, y))
 
 
 def _stack_gradient(omega, y, Jy):

@@ -8,8 +8,9 @@ u = (p+1) nv - 1. Storage is LAPACK's upper band form used by
 """
 import numpy as np
 from scipy import sparse
-from scipy.linalg import cho_solve_banded, cholesky_banded
+from scipy.linalg import LinAlgError
 from scipy.linalg.blas import dsbmv
+from scipy.linalg.lapack import dpbtrf, dpbtrs
 
 
 class SplineChain:
@@ -129,12 +130,17 @@ class BandLayout:
         self.nv, self.n_local = nv, degree + 1
         self.size = n_control * nv
         self.u = self.n_local * nv - 1
+        d, c = np.indices((self.u, self.u))
+        self._above = d < self.u - c
+        """(u, u) mask of :meth:`restrict`: entry (d, c) of a band's first u columns lies
+        above its row 0 (d < u - c)."""
 
     def restrict(self, ab, start, stop):
-        """The band of the principal submatrix of variables start..stop-1."""
+        """The band of the principal submatrix of variables start..stop-1: its columns,
+        with the entries above the submatrix (rows before ``start``) zeroed."""
         sub = ab[:, start:stop].copy()
-        for c in range(min(self.u, stop - start)):
-            sub[:self.u - c, c] = 0.0
+        width = min(self.u, stop - start)
+        sub[:self.u, :width][self._above[:, :width]] = 0.0
         return sub
 
     def add_diagonal(self, ab, values):
@@ -163,13 +169,34 @@ def band_matvec(ab, x):
 
 
 class BandedCholesky:
-    """Cholesky factor of a symmetric positive definite band matrix; ``solve(b)``."""
+    """Cholesky factor U^T U of a symmetric positive definite band matrix (upper band
+    storage); ``solve(b)``. LAPACK's dpbtrf / dpbtrs called directly: the same routines
+    as ``scipy.linalg.cholesky_banded`` / ``cho_solve_banded`` (the same bits), without
+    their argument handling, which took most of a small solve's time (measured, 138
+    variables of bandwidth 17, one BLAS thread: factor 24 -> 18 us, solve 12.3 -> 2.9 us).
+    ValueError on a NaN or inf entry (as scipy's check_finite), LinAlgError where the
+    matrix is not positive definite."""
 
     def __init__(self, ab):
-        self.factor = cholesky_banded(ab, lower=False)
+        _check_finite("band", ab)
+        self.factor, info = dpbtrf(ab, lower=0)
+        if info > 0:
+            raise LinAlgError(f"{info}-th leading minor not positive definite")
+        if info < 0:
+            raise ValueError(f"dpbtrf: illegal value in argument {-info}")
 
     def solve(self, b):
-        return cho_solve_banded((self.factor, False), b)
+        """H^-1 b for b (n,) or (n, r)."""
+        _check_finite("right-hand side", b)
+        x, info = dpbtrs(self.factor, b, lower=0)
+        if info < 0:
+            raise ValueError(f"dpbtrs: illegal value in argument {-info}")
+        return x
+
+
+def _check_finite(name, array):
+    if not np.isfinite(array).all():
+        raise ValueError(f"{name}: expected finite values, got NaN or inf")
 
 
 def band_columns(ab, columns):
