@@ -12,6 +12,7 @@ from ioc.costs import NAMED_TERMS
 from ioc.direct import _Limits, solve
 from ioc.problem import MotionProblem
 from conftest import PAPER, CASES
+from ioc_synthetic import hanging_on_a_limit
 
 def quintic(s):
     return s ** 3 * (10 - 15 * s + 6 * s ** 2)
@@ -160,18 +161,6 @@ def test_active_joint_limit_holds_with_nonnegative_multiplier(chain3):
     assert all(m["joint"] == "joint2" and m["bound"] == "upper" for m in result.multipliers)
 
 
-def _hanging_on_a_limit(two_link):
-    """The planar arm's first link held by its lower limit 1.27 rad from hanging (where
-    gravity's torque squared curves down) over 2 s, cost joint torque with a little joint
-    acceleration: the optimum presses on the limit, the Newton Hessian there is indefinite
-    and positive definite on the limits' null space (as on DeepMimic's kick)."""
-    kwargs = dict(duration=2.0, samples=60, control_points=14, start=[-0.1, 0.0],
-                  goal=[0.0, 0.5], rest_order=1)
-    problem = MotionProblem(two_link, ("joint_acceleration", "joint_torque"),
-                            limits=([-0.3, -np.pi], [np.pi, np.pi]), **kwargs)
-    return problem, [1e-3, 1.0]
-
-
 def _free_hessian_and_active_rows(problem, result):
     """(dense Newton Hessian on the free variables, rows a_k of the active limits) at the
     result."""
@@ -186,7 +175,7 @@ def test_limits_held_on_an_indefinite_hessian_converge_in_few_newton_steps(two_l
     """The step matrix adds curvature along the held limits' rows instead of shifting the
     whole Hessian: on the arm pressed on its limit, 17 Newton iterations (a shift of the
     whole Hessian took 133, converging linearly); 30 allows for other BLAS roundings."""
-    problem, weights = _hanging_on_a_limit(two_link)
+    problem, weights = hanging_on_a_limit(two_link)
     result = solve(problem, weights)
     H, A = _free_hessian_and_active_rows(problem, result)
     Z = np.linalg.svd(A)[2][len(A):].T                      # null space of the active rows
@@ -203,7 +192,7 @@ def test_limits_held_on_an_indefinite_hessian_match_slsqp_and_kkt(two_link):
     3.8e-9 rad); KKT: relative stationarity <= 1e-12 (observed 9.7e-16) with every
     multiplier > 0 (nine limit nodes active)."""
     from scipy.optimize import minimize
-    problem, weights = _hanging_on_a_limit(two_link)
+    problem, weights = hanging_on_a_limit(two_link)
     result = solve(problem, weights)
     theta0, free = problem.initial_theta(), problem.free_slice
     rows, sign, A, bound = problem.limit_constraints()

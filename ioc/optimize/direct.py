@@ -317,15 +317,22 @@ def active_set_step(chol, band, g, limits, working, tolerance, max_iterations=20
 
 
 def _equality_step(chol, g, limits, W):
-    """min 1/2 p^T H p + g^T p s.t. A_W p = 0 by the Schur complement:
-    p = -H^-1 (g + A_W^T mu), (A_W H^-1 A_W^T) mu = -A_W H^-1 g."""
-    Hg = chol.solve(g)
+    """min 1/2 p^T H p + g^T p s.t. A_W p = 0 (:func:`equality_solve`); (p, mu)."""
     if not W:
-        return -Hg, np.zeros(0)
-    AW = limits.A[W].toarray()
-    HA = chol.solve(AW.T)
-    mu = np.linalg.lstsq(AW @ HA, -(AW @ Hg), rcond=None)[0]
-    return -(Hg + HA @ mu), mu
+        return -chol.solve(g), np.zeros(0)
+    return equality_solve(chol, -g, limits.A[W].toarray())
+
+
+def equality_solve(chol, R, A, c=0.0):
+    """x = H^-1 (R - A^T mu) with A x = c, by the Schur complement
+    (A H^-1 A^T) mu = A H^-1 R - c: the minimizer of 1/2 x^T H x - R^T x subject to A x = c
+    (H positive definite on the null space of A; ``chol`` factors H, or H plus curvature
+    along A's rows, which leaves x unchanged, and mu where c = 0), and its multipliers mu. R (n,) or (n, r),
+    A dense (k, n) with k >= 1, c like A @ R."""
+    HR = chol.solve(R)
+    HA = chol.solve(A.T)
+    mu = np.linalg.lstsq(A @ HA, A @ HR - c, rcond=None)[0]
+    return HR - HA @ mu, mu
 
 
 def solve(problem, weights, theta0=None, options=SolverOptions(), progress=None):
