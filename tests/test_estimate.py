@@ -10,7 +10,7 @@ import pytest
 
 from ioc.data import MotionData
 from ioc.direct import solve
-from ioc.estimate import (Trial, _better_from_a_vertex, _moved, estimate_weights,
+from ioc.estimate import (Trial, _better_from_a_vertex, _lm_step, _moved, estimate_weights,
                           kkt_stationarity, maximum_likelihood, prepare_trial, residual,
                           sensitivity)
 from ioc.inverse_kkt import recover_weights
@@ -175,3 +175,24 @@ def test_a_vertex_that_fits_better_than_the_estimate_replaces_it(chain3):
                                                                             rel=1e-12)
     assert kkt_stationarity(trial.problem, better.thetas[0], better.weights)[1] <= 1e-9
     assert _better_from_a_vertex([trial], better, sigma, 30, None) is better
+
+
+def test_lm_step_within_the_trust_radius_keeps_the_boundary_step_optimal_for_it():
+    """A weight step longer than the radius is scaled to it, and each trial's boundary step
+    is then the damped least-squares one for that weight step (against lstsq of the
+    damped boundary problem; rounding 1e-10)."""
+    rng = np.random.default_rng(1)
+    Jw = rng.normal(size=(30, 3))
+    J_u = [rng.normal(size=(12, 4)), rng.normal(size=(18, 4))]
+    r = [rng.normal(size=12), rng.normal(size=18)]
+    damping = 1e-3
+    dw_free, _ = _lm_step(Jw, J_u, r, damping)
+    radius = 0.5 * np.linalg.norm(dw_free)
+    dw, du = _lm_step(Jw, J_u, r, damping, radius)
+    np.testing.assert_allclose(dw, 0.5 * dw_free, rtol=1e-12)
+    rows = [slice(0, 12), slice(12, 30)]
+    for Ju, rk, duk, block in zip(J_u, r, du, rows):
+        D = np.sqrt(damping * (np.diag(Ju.T @ Ju) + 1e-300))
+        target = np.concatenate([rk - Jw[block] @ dw, np.zeros(4)])
+        expected = np.linalg.lstsq(np.vstack([Ju, np.diag(D)]), target, rcond=None)[0]
+        np.testing.assert_allclose(duk, expected, rtol=0, atol=1e-10)
