@@ -609,11 +609,11 @@ def estimate_weights(trials, *, noise=None, max_iterations=30, progress=None,
     check_callback("progress", progress)
     m = len(trials[0].problem.terms)
     starts = [linearized_estimate(trials), np.full(m, 1.0 / m)]
-    fit = maximum_likelihood(trials, starts, noise=noise, max_iterations=max_iterations,
-                             progress=progress, uncertainty=False)
-    fit = _better_from_a_vertex(trials, fit, noise, max_iterations, progress)
+    first = maximum_likelihood(trials, starts, noise=noise, max_iterations=max_iterations,
+                               progress=progress, uncertainty=False)
+    fit = _better_from_a_vertex(trials, first, noise, max_iterations, progress)
     return _with_uncertainty(trials, fit.weights, fit.thetas, fit.rss, noise, fit.iterations,
-                             fit.status, fit.history, fit.linearized, fit.stationarity,
+                             fit.status, fit.history, first.linearized, fit.stationarity,
                              uncertainty)
 
 
