@@ -187,9 +187,10 @@ def test_limits_held_on_an_indefinite_hessian_converge_in_few_newton_steps(two_l
 def test_limits_held_on_an_indefinite_hessian_match_slsqp_and_kkt(two_link):
     """The same optimum as scipy's SLSQP (an independent active-set SQP) on the free
     control points under the same linear limit rows, started at the problem's initial
-    motion: costs to 1e-9 relative and control points to 1e-6 rad (SLSQP's quasi-Newton
-    Hessian stops it early along flat directions; observed 2.6e-11, ours lower, and
-    3.8e-9 rad); KKT: relative stationarity <= 1e-12 (observed 9.7e-16) with every
+    motion: costs to 1e-9 relative and control points to 5e-6 rad (SLSQP's quasi-Newton
+    Hessian stops it early along flat directions, its constraints met to its rounding;
+    observed 2.6e-11 and 3.8e-9 rad with two BLAS threads, 1.8e-11 and 5.6e-7 rad with
+    one, where it ends on status 8); KKT: relative stationarity <= 1e-12 (observed 9.7e-16) with every
     multiplier > 0 (nine limit nodes active)."""
     from scipy.optimize import minimize
     problem, weights = hanging_on_a_limit(two_link)
@@ -207,9 +208,10 @@ def test_limits_held_on_an_indefinite_hessian_match_slsqp_and_kkt(two_link):
                          constraints=[{"type": "ineq", "fun": lambda x: bound - offset - A @ x,
                                        "jac": lambda x: -A.toarray()}],
                          options={"ftol": 1e-14, "maxiter": 1000})
-    assert reference.success, reference.message
+    # status 8: its line search found no descent at its rounding floor (seen in the suite)
+    assert reference.status in (0, 8), reference.message
     assert abs(result.cost - reference.fun) <= 1e-9 * reference.fun
-    assert np.max(np.abs(result.control_points.ravel()[free] - reference.x)) <= 1e-6
+    assert np.max(np.abs(result.control_points.ravel()[free] - reference.x)) <= 5e-6
     assert result.stationarity_rel <= 1e-12
     assert result.multipliers and all(m["value"] > 0 for m in result.multipliers)
 
