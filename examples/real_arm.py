@@ -23,11 +23,11 @@ The same estimate from the command line (the arm map as a two-column CSV):
         --boundary data --costs COSTS --control-points 20 --samples 200 --reoptimize
 
 Joint limits: with the model's (the default), the estimator's solves at weights that hang
-the arm (joint torque) or weigh the hand alone reach the elbow's full extension (lower
-limit 0) and the shoulder's X limit, and the active-set Newton solves then take 100-500
-iterations each (measured on the kick at 12 control points: 97 s against 13 s with
-``--limits none``). At 20 control points the kick's weights came out the same with and
-without limits (11.618 deg RMS both).
+the arm (joint torque) reach the elbow's full extension (lower limit 0) and the
+shoulder's X limit, where the Newton Hessian is indefinite but positive definite along
+the limits (ioc.optimize.direct._StepMatrix adds curvature along the held limits instead
+of shifting the whole Hessian: 30-40 iterations per solve there, against 100-500 with
+the shift).
 
 Run: python examples/real_arm.py [--clip PATH] [--control-points NC] [--samples N]
      [--limits model|none] [--out DIR] [--no-plot]
@@ -52,8 +52,9 @@ COSTS = ("joint_acceleration", "joint_jerk", HAND_JERK, "joint_torque", "joint_t
 SINGLE = ("joint_jerk",)
 """The comparison: minimum joint jerk alone."""
 LOCAL_MINIMUM = """The five costs fit worse than joint jerk alone, which they include: the
-estimate stopped in a local minimum of the likelihood (measured on DeepMimic's walk and
-jump, bench/README.md); read joint jerk alone as the better description of this take."""
+estimate stopped in a local minimum of the likelihood (the estimator restarts from the
+best single cost where that fits better, with its other weights at 1e-6, so this is
+rare; bench/README.md); read joint jerk alone as the better description of this take."""
 MEANING = """What the weights mean: the optimal motion for their weighted sum of the costs,
 between the window's measured end states, is the one of this family closest to this take
 (least squares on the joint angles). Each weight multiplies a raw cost in its own units

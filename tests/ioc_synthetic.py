@@ -107,3 +107,16 @@ def cramer_rao_std(reference, weights, sigma):
     (an exact_trial), its start and goal profiled out."""
     cov = fisher_covariance([reference], [reference.theta], weights, sigma)
     return np.sqrt(np.diag(cov))
+
+
+def hanging_on_a_limit(two_link):
+    """The planar arm's first link held by its lower limit 1.27 rad from hanging (where
+    gravity's torque squared curves down) over 2 s, cost joint torque with a little joint
+    acceleration: the optimum presses on the limit, the Newton Hessian there is indefinite
+    and positive definite on the limits' null space (as on DeepMimic's kick): the
+    tests of limits held on an indefinite Hessian (tests/test_direct.py, test_estimate.py)."""
+    kwargs = dict(duration=2.0, samples=60, control_points=14, start=[-0.1, 0.0],
+                  goal=[0.0, 0.5], rest_order=1)
+    problem = MotionProblem(two_link, ("joint_acceleration", "joint_torque"),
+                            limits=([-0.3, -np.pi], [np.pi, np.pi]), **kwargs)
+    return problem, [1e-3, 1.0]

@@ -4,7 +4,8 @@ import pytest
 
 from scipy.linalg import LinAlgError, cho_solve_banded, cholesky_banded
 
-from ioc.banded import BandedCholesky, BandLayout, SplineChain, band_matvec, band_to_dense
+from ioc.banded import (BandedCholesky, BandLayout, SplineChain, add_row_grams, band_matvec,
+                        band_to_dense)
 
 
 def random_local_problem(rng, n_samples=17, n_control=9, degree=3, nv=2, K=3):
@@ -141,3 +142,22 @@ def test_band_columns_are_the_dense_columns():
         ab[u - d, d:] = np.diag(A, d)
     from ioc.banded import band_columns
     assert np.array_equal(band_columns(ab, [0, 5, 11]), A[:, [0, 5, 11]])
+
+
+def test_add_row_grams_matches_the_dense_sum_of_normalised_outer_products():
+    """Rows within the band (4 upper diagonals): the band gains scale sum_k a_k a_k^T /
+    |a_k|^2, against the dense sum (to rounding); a row reaching past the band is refused."""
+    import scipy.sparse as sp
+    rng = np.random.default_rng(0)
+    n, u = 12, 4
+    dense_rows = np.zeros((3, n))
+    for k, first in enumerate((0, 3, 7)):
+        dense_rows[k, first:first + u + 1] = rng.normal(size=u + 1)
+    band = add_row_grams(np.zeros((u + 1, n)), sp.csr_matrix(dense_rows), 2.5)
+    normalised = dense_rows / np.linalg.norm(dense_rows, axis=1)[:, None]
+    np.testing.assert_allclose(band_to_dense(band), 2.5 * normalised.T @ normalised,
+                               rtol=0, atol=1e-15)
+    wide = np.zeros((1, n))
+    wide[0, [0, u + 1]] = 1.0
+    with pytest.raises(ValueError, match="within the band"):
+        add_row_grams(np.zeros((u + 1, n)), sp.csr_matrix(wide), 1.0)

@@ -9,11 +9,14 @@ import numpy as np
 import pytest
 
 from ioc.data import MotionData
-from ioc.estimate import estimate_weights, prepare_trial
+from ioc.direct import solve
+from ioc.estimate import (Trial, _better_from_a_vertex, _lm_step, _moved, estimate_weights,
+                          kkt_stationarity, maximum_likelihood, prepare_trial, residual,
+                          sensitivity)
 from ioc.inverse_kkt import recover_weights
 from ioc.problem import MotionProblem
 import ioc_synthetic
-from ioc_synthetic import exact_trial
+from ioc_synthetic import exact_trial, hanging_on_a_limit
 
 COSTS = ("joint_velocity", "joint_acceleration", "joint_jerk", "joint_torque",
          "joint_torque_rate")
@@ -109,3 +112,87 @@ def test_region_points_stay_on_the_simplex_when_rounding_leaves_a_variance_negat
     np.testing.assert_allclose(points.sum(axis=1), 1.0, rtol=0, atol=1e-15)  # rounding
     moves_of_the_last = points[2 * np.count_nonzero(np.linalg.eigvalsh(cov) > 0) + 6:][:2]
     np.testing.assert_array_equal(moves_of_the_last, [w / w.sum(), w / w.sum()])
+
+
+def test_sensitivity_on_held_limits_matches_central_differences_of_the_optimum(two_link):
+    """The optimum pressed on a limit (nine nodes, multipliers >= 0.19) stays on it for
+    small changes: d theta* / dw and d theta* / d(start, goal) against central differences
+    of re-optimized motions (step 1e-5 of each weight and boundary value, 1 % of the small
+    weight; the same active set at both ends). Tolerance 1e-6 of the largest column
+    entry: the differences' truncation and the optima's rounding (observed <= 9.4e-8;
+    the implicit function theorem without the held limits is off by 0.76-12.6)."""
+    problem, weights = hanging_on_a_limit(two_link)
+    result = solve(problem, weights)
+    times = np.linspace(0.0, 2.0, 41)
+    trial = Trial("hanging", times, result.sample(times, 0)[:, 0],
+                  problem.spline.design_matrix(times), None, problem, result.theta)
+    sens = sensitivity(trial, result.theta, result.weights)
+    h = 1e-5
+    for i in range(len(weights)):
+        dw = np.zeros(len(weights))
+        dw[i] = h
+        fd = (_optimum(problem, weights + dw) - _optimum(problem, weights - dw)) / (2 * h)
+        _assert_columns_close(sens.dtheta_w[:, i], fd)
+    start, goal = problem.start, problem.goal
+    for k in range(start.size + goal.size):
+        du = np.zeros(start.size + goal.size)
+        du[k] = h
+        moved = [problem.with_boundary(*_moved(start, goal, sign * du)) for sign in (1, -1)]
+        fd = (_optimum(moved[0], weights) - _optimum(moved[1], weights)) / (2 * h)
+        _assert_columns_close(sens.dtheta_u[:, k], fd)
+
+
+def _optimum(problem, weights):
+    result = solve(problem, weights)
+    assert result.status == "converged" and len(result.multipliers) == 9
+    return result.control_points.ravel()
+
+
+def _assert_columns_close(actual, desired):
+    error = np.max(np.abs(actual - desired)) / np.max(np.abs(desired))
+    assert error <= 1e-6, error
+
+
+def test_a_vertex_that_fits_better_than_the_estimate_replaces_it(chain3):
+    """Data made by joint jerk alone (0.001 deg noise), candidates joint jerk and joint
+    torque; an estimate stopped at torque-heavy weights (no iterations: a stand-in for a
+    local minimum of the likelihood). The jerk vertex fits better, so the maximum
+    likelihood from it replaces the estimate: lower residual (observed sum of squares 397
+    -> 1.8e-7), jerk's weight within 1e-3 of 1 (observed 1 - 1.4e-8), the trial's start
+    and goal those of the kept motion; an estimate that no vertex beats is kept as is."""
+    costs = ("joint_jerk", "joint_torque")
+    problem = MotionProblem(chain3, costs, duration=2.0, start=1.57, goal=-1.57, **SETTINGS)
+    q, _ = exact_trial(problem, [1.0, 0.0], TIMES)
+    sigma = np.deg2rad(0.001)
+    noisy = q + sigma * np.random.default_rng(0).normal(size=q.shape)
+    trial = prepare_trial(chain3, costs, MotionData(TIMES, noisy, chain3.joint_names, "jerk",
+                                                     ()), noise=sigma, **SETTINGS)
+    stuck = maximum_likelihood([trial], [[0.01, 0.99]], noise=sigma, max_iterations=0,
+                               uncertainty=False)
+    better = _better_from_a_vertex([trial], stuck, sigma, 30, None)
+    assert better.rss < stuck.rss and better.weights[0] >= 1 - 1e-3, better.weights
+    assert np.sum(residual(trial, better.thetas[0]) ** 2) == pytest.approx(better.rss,
+                                                                            rel=1e-12)
+    assert kkt_stationarity(trial.problem, better.thetas[0], better.weights)[1] <= 1e-9
+    assert _better_from_a_vertex([trial], better, sigma, 30, None) is better
+
+
+def test_lm_step_within_the_trust_radius_keeps_the_boundary_step_optimal_for_it():
+    """A weight step longer than the radius is scaled to it, and each trial's boundary step
+    is then the damped least-squares one for that weight step (against lstsq of the
+    damped boundary problem; rounding 1e-10)."""
+    rng = np.random.default_rng(1)
+    Jw = rng.normal(size=(30, 3))
+    J_u = [rng.normal(size=(12, 4)), rng.normal(size=(18, 4))]
+    r = [rng.normal(size=12), rng.normal(size=18)]
+    damping = 1e-3
+    dw_free, _ = _lm_step(Jw, J_u, r, damping)
+    radius = 0.5 * np.linalg.norm(dw_free)
+    dw, du = _lm_step(Jw, J_u, r, damping, radius)
+    np.testing.assert_allclose(dw, 0.5 * dw_free, rtol=1e-12)
+    rows = [slice(0, 12), slice(12, 30)]
+    for Ju, rk, duk, block in zip(J_u, r, du, rows):
+        D = np.sqrt(damping * (np.diag(Ju.T @ Ju) + 1e-300))
+        target = np.concatenate([rk - Jw[block] @ dw, np.zeros(4)])
+        expected = np.linalg.lstsq(np.vstack([Ju, np.diag(D)]), target, rcond=None)[0]
+        np.testing.assert_allclose(duk, expected, rtol=0, atol=1e-10)

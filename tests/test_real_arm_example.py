@@ -24,8 +24,8 @@ PRINTED = 1e-2
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     """(stdout, records, the CSV's header and rows, the folder) of the example with 12
-    control points, 60 samples and no joint limits (with them its solves take 100-500
-    active-set iterations at some of the weights explored: 97 s against 13 s, measured)."""
+    control points, 60 samples and no joint limits (the suite's time; the example's
+    default has the model's)."""
     spec = importlib.util.spec_from_file_location("real_arm", EXAMPLE)
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)

@@ -149,6 +149,21 @@ class BandLayout:
         return ab
 
 
+def add_row_grams(ab, A, scale):
+    """ab += scale sum_k a_k a_k^T / |a_k|^2 over the rows a_k of the sparse matrix A (each
+    row's nonzeros within the band), in place: a curvature of ``scale`` along each row."""
+    norms = np.sqrt(np.asarray(A.multiply(A).sum(axis=1)).ravel())
+    rows = A.multiply(1.0 / np.maximum(norms, 1e-300)[:, None]).tocsr()
+    gram = (rows.T @ rows).tocoo()
+    upper = gram.row <= gram.col
+    r, c = gram.row[upper], gram.col[upper]
+    u = ab.shape[0] - 1
+    if np.any(c - r > u):
+        raise ValueError(f"A: expected rows within the band's {u} upper diagonals")
+    np.add.at(ab, (u + r - c, c), scale * gram.data[upper])
+    return ab
+
+
 def band_to_dense(ab):
     """Dense symmetric matrix from upper band storage (tests and small problems)."""
     u, n = ab.shape[0] - 1, ab.shape[1]
