@@ -36,18 +36,21 @@ joints first for the chain rule; here ``theta[i, j]`` has the control points on 
 
 Double-double (DD) arithmetic: Knuth's two-sum and Dekker's two-product with Veltkamp's
 splitting give exact float64 error terms; the sums and products below are the "accurate"
-double-word algorithms, with relative errors of a few u**2 (u = 2**-53, u**2 ~ 1.2e-32), also
-under cancellation; a test checks each against exact Fractions to 1e-30. Veltkamp's split
-overflows for |x| > ~1e300 and the error terms underflow below ~1e-290; trajectories are far
-from both.
+double-word algorithms, with relative errors of a few u**2 (u = 2**-53, u**2 ~ 1.2e-32),
+also under cancellation; a test checks each against exact Fractions to 1e-30. The primitives
+are plain Python on numpy arrays, and the same source compiles into the kernels that take
+the solvers' steps (``numba.extending.register_jitable``: one definition, the same
+operations in both). Veltkamp's split overflows for |x| > ~1e300 and the error terms
+underflow below ~1e-290; trajectories are far from both.
 """
 from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
+from numba.extending import register_jitable
 from scipy import sparse
 
-from cmtm._jit import jit_kernel, jit_leaf
+from cmtm._jit import jit_kernel
 
 _VELTKAMP = 134217729.0  # 2**27 + 1: splits a float64 into two 26-bit halves
 _CACHED_TIME_GRIDS = 4  # quadrature nodes, limit nodes, the two ends, and one spare
@@ -77,6 +80,7 @@ class DD(NamedTuple):
 
 # --- exact error-free transformations -----------------------------------------------------
 
+@register_jitable
 def _two_sum(a, b):
     """(s, e) with s = fl(a + b) and s + e = a + b exactly (Knuth), any magnitudes."""
     s = a + b
@@ -84,12 +88,14 @@ def _two_sum(a, b):
     return s, (a - (s - b_virtual)) + (b - b_virtual)
 
 
+@register_jitable
 def _fast_two_sum(a, b):
     """(s, e) with s = fl(a + b) and s + e = a + b exactly, given |a| >= |b| (Dekker)."""
     s = a + b
     return s, b - (s - a)
 
 
+@register_jitable
 def _split(a):
     """(high, low) halves of 26 bits with high + low = a exactly (Veltkamp)."""
     scaled = _VELTKAMP * a
@@ -97,6 +103,7 @@ def _split(a):
     return high, a - high
 
 
+@register_jitable
 def _two_prod(a, b):
     """(p, e) with p = fl(a * b) and p + e = a * b exactly (Dekker)."""
     p = a * b
@@ -122,6 +129,7 @@ def dd_add(a, b):
     return DD(*_add_parts(a.hi, a.lo, b.hi, b.lo))
 
 
+@register_jitable
 def _add_parts(a_hi, a_lo, b_hi, b_lo):
     """:func:`dd_add` on the float64 parts, returns (hi, lo)."""
     s_hi, s_lo = _two_sum(a_hi, b_hi)
@@ -166,6 +174,7 @@ def _dd_mul_dd(a, b):
     return DD(*_mul_parts(a.hi, a.lo, b.hi, b.lo))
 
 
+@register_jitable
 def _mul_parts(a_hi, a_lo, b_hi, b_lo):
     """:func:`_dd_mul_dd` on the float64 parts, returns (hi, lo)."""
     p_hi, p_lo = _two_prod(a_hi, b_hi)
@@ -551,8 +560,9 @@ def _derivative_values(hi, lo, scale_hi, scale_lo, c_hi, c_lo, out):
         n -= 1
         for i in range(n):
             for j in range(nv):
-                d_hi, d_lo = _dd_sum(c_hi[i + 1, j], c_lo[i + 1, j], -c_hi[i, j], -c_lo[i, j])
-                c_hi[i, j], c_lo[i, j] = _dd_product(d_hi, d_lo, scale_hi[l, i], scale_lo[l, i])
+                d_hi, d_lo = _add_parts(c_hi[i + 1, j], c_lo[i + 1, j], -c_hi[i, j],
+                                          -c_lo[i, j])
+                c_hi[i, j], c_lo[i, j] = _mul_parts(d_hi, d_lo, scale_hi[l, i], scale_lo[l, i])
                 out[row + i, j] = c_hi[i, j] + c_lo[i, j]
         row += n
 
@@ -562,41 +572,4 @@ def _dd_add_floats(a_hi, a_lo, b, out_hi, out_lo):
     """out = a + b for the DD (a_hi, a_lo) and the float64 b, 1-D of one length: dd_add's
     operations (the same bits)."""
     for k in range(b.size):
-        out_hi[k], out_lo[k] = _dd_sum(a_hi[k], a_lo[k], b[k], 0.0)
-
-
-@jit_leaf
-def _dd_sum(a_hi, a_lo, b_hi, b_lo):
-    """:func:`_add_parts` of float64 scalars in compiled code: the same operations."""
-    s_hi = a_hi + b_hi
-    virtual = s_hi - a_hi
-    s_lo = (a_hi - (s_hi - virtual)) + (b_hi - virtual)
-    t_hi = a_lo + b_lo
-    virtual = t_hi - a_lo
-    t_lo = (a_lo - (t_hi - virtual)) + (b_lo - virtual)
-    x = s_lo + t_hi
-    v_hi = s_hi + x
-    v_lo = x - (v_hi - s_hi)
-    x = t_lo + v_lo
-    hi = v_hi + x
-    return hi, x - (hi - v_hi)
-
-
-@jit_leaf
-def _dd_product(a_hi, a_lo, b_hi, b_lo):
-    """:func:`_mul_parts` of float64 scalars in compiled code: the same operations
-    (Dekker's two-product with Veltkamp's splits)."""
-    p_hi = a_hi * b_hi
-    scaled = _VELTKAMP * a_hi
-    x_hi = scaled - (scaled - a_hi)
-    x_lo = a_hi - x_hi
-    scaled = _VELTKAMP * b_hi
-    y_hi = scaled - (scaled - b_hi)
-    y_lo = b_hi - y_hi
-    p_lo = ((x_hi * y_hi - p_hi) + x_hi * y_lo + x_lo * y_hi) + x_lo * y_lo
-    x = a_hi * b_lo + a_lo * b_hi
-    t_hi = p_hi + x
-    t_lo = x - (t_hi - p_hi)
-    x = t_lo + p_lo
-    hi = t_hi + x
-    return hi, x - (hi - t_hi)
+        out_hi[k], out_lo[k] = _add_parts(a_hi[k], a_lo[k], b[k], 0.0)
