@@ -331,8 +331,8 @@ def equality_solve(chol, R, A, c=0.0):
     """x = H^-1 (R - A^T mu) with A x = c, by the Schur complement
     (A H^-1 A^T) mu = A H^-1 R - c: the minimizer of 1/2 x^T H x - R^T x subject to A x = c
     (H positive definite on the null space of A; ``chol`` factors H, or H plus curvature
-    along A's rows, which leaves x unchanged, and mu where c = 0), and its multipliers mu. R (n,) or (n, r),
-    A dense (k, n) with k >= 1, c like A @ R."""
+    along A's rows, which leaves x unchanged, and mu where c = 0), and its multipliers mu.
+    R (n,) or (n, r), A dense (k, n) with k >= 1, c like A @ R."""
     HR = chol.solve(R)
     HA = chol.solve(A.T)
     mu = np.linalg.lstsq(A @ HA, A @ HR - c, rcond=None)[0]
@@ -400,8 +400,8 @@ def _solve_normalised(problem, w, theta0, options, progress):
             break
         g = ev.gradient.ravel()[free]
         if dynamic or factor is None:      # joint terms alone: one constant exact Hessian
-            factor = step_matrix(ev, mode, limits.A[limits.held(working,
-                                                                options.active_tolerance)])
+            held = limits.held(working, options.active_tolerance)
+            factor = step_matrix(ev, mode, limits.A[held] if held else None)
         step, working = active_set_step(*factor, g, limits, working,
                                         options.active_tolerance)
         if dynamic:
