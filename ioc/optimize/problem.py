@@ -259,8 +259,7 @@ class MotionProblem:
                                      for name, value in (("start", start), ("goal", goal)))
             M_0, M_T = self.end_matrices()
             self._end_rows = (np.linalg.solve(M_0, self.start), np.linalg.solve(M_T, self.goal))
-        for name, value in (("start", self.boundary_stacks()[0][0]),
-                            ("goal", self.boundary_stacks()[1][0])):
+        for name, value in zip(("start", "goal"), self.boundary_positions()):
             bad = np.flatnonzero((value < self.lower) | (value > self.upper))
             if bad.size:
                 j = bad[0]
@@ -289,6 +288,13 @@ class MotionProblem:
             return self.start, self.goal
         zeros = np.zeros((self.rest_order, self.model.nv))
         return np.vstack([self.start, zeros]), np.vstack([self.goal, zeros])
+
+    def boundary_positions(self):
+        """(start, goal) positions q(0) and q(T), (nv,) each: the first rows of
+        :meth:`boundary_stacks`."""
+        if self.boundary == "data":
+            return self.start[0], self.goal[0]
+        return self.start, self.goal
 
     def boundary_jacobian(self):
         """d theta_fixed / d (start, goal), (2 (R+1) nv, start.size + goal.size): the fixed
@@ -319,8 +325,7 @@ class MotionProblem:
         """A feasible start: control points on the minimum-jerk profile between start and
         goal at the Greville abscissae (fixed rows exactly start and goal)."""
         n_c = self.spline.n_control
-        start, goal = (self.start, self.goal) if self.boundary == "rest" else \
-            (self.start[0], self.goal[0])               # the positions of boundary_stacks
+        start, goal = self.boundary_positions()
         first_rows, last_rows = self._end_rows
         theta = np.minimum(np.maximum(start + self._minimum_jerk[:, None] * (goal - start),
                                       self.lower), self.upper)
