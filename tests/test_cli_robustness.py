@@ -190,6 +190,24 @@ def test_nothing_of_a_killed_batch_outlives_it(trials, tmp_path, sig):
             assert hidden_files(out) == []
 
 
+@pytest.mark.parametrize("quiet", [False, True], ids=["loky's own", "a batch's"])
+def test_a_batchs_resource_tracker_reports_no_leak_after_the_stop_line(quiet):
+    """loky's resource tracker outlives the process that started it and reports what that
+    process left registered on its stderr: after a SIGTERM (one CI run) its two warnings
+    followed "cmtm ioc: terminated". A batch's tracker (batch.quiet_resource_tracker) does
+    not print them; loky's own does (the case that shows the test can fail)."""
+    script = (f"import sys; from ioc.commands import batch\n"
+              f"if {quiet}: batch.quiet_resource_tracker()\n"
+              f"from joblib.externals.loky.backend import resource_tracker\n"
+              f"resource_tracker.ensure_running()\n"
+              f"resource_tracker.register('/loky-0-cmtm-never-made', 'semlock')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=WAIT_SECONDS, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0
+    leaked = "leaked semlock objects" in done.stderr
+    assert (done.stderr == "") if quiet else leaked, done.stderr
+
+
 def test_the_next_run_removes_temporary_files_a_killed_run_left(tmp_path):
     """A SIGKILLed write's temporary files in --out and in a trial folder are gone once the
     next run holds --out; the run's own files and other dot files stay."""

@@ -315,6 +315,7 @@ def recover_batch(args, paths, settings):
     """Several trials: a failed trial is reported and the others go on (exit 1 if any
     failed)."""
     shown = set()
+    batch.quiet_resource_tracker()
     outcomes = batch.run_batch(paths, settings, out=args.out, progress=not args.quiet,
                                report=lambda outcome: report_outcome(outcome, args, shown))
     names = batch.batch_costs(paths, settings)
