@@ -216,9 +216,9 @@ class MotionProblem:
         self.first, self.basis = self.spline.local_basis(self.quadrature.times, self.K - 1)
         self._stack_evaluator = self.spline.stack_evaluator(self.quadrature.times, self.K - 1)
         self.chain = SplineChain(self.first, self.basis, self.spline.n_control, nv)
-        self._gross_chain = abs(self.chain.gradient_matrix)
         self.nonlinear = tuple(i for i, term in enumerate(self.terms) if term.kind != "joint")
-        self._linear_bands, self._selector_cache = {}, None
+        self._linear_bands, self._selector_cache, self._selected_cache = {}, None, None
+        self._gradient_orders = None
         self.limit_times = np.linspace(0.0, self.spline.duration, self.samples)
         self.layout = BandLayout(self.spline.n_control, p, nv)
         fixed = self.rest_order + 1 if constraints == "exact" else 0
@@ -432,13 +432,24 @@ class MotionProblem:
         costs = np.array([_term_cost(omega, y) for y, _ in values])
         stack_grads = np.zeros(q_stack.shape[:2] + (len(values), q_stack.shape[2]))
         gross_stack = np.zeros(q_stack.shape)               # sum_i w_i |gs_i|
+        selected = self._selected()
         for i, (y, Jy) in enumerate(values):
+            if i in selected:       # a joint term: gs = omega y at the entries it selects
+                r, joints = selected[i]
+                gs = omega[:, None] * y
+                stack_grads[:, r, i, joints] = gs
+                gross_stack[:, r, joints] += weights[i] * np.abs(gs)
+                continue
             gs = _stack_gradient(omega, y, Jy)
             stack_grads[:, :gs.shape[1], i] = gs
             gross_stack[:, :gs.shape[1]] += weights[i] * np.abs(gs)
-        grads = np.moveaxis(self.chain.gradient(stack_grads), 1, 0)
-        gradient = np.tensordot(weights, grads, axes=1)
-        gross = self._gross_chain @ gross_stack.reshape(-1, self.model.nv)
+        nonzero = self._stack_gradient_orders()
+        grads = np.moveaxis(self.chain.gradient(stack_grads, nonzero=nonzero), 1, 0)
+        gradient = np.dot(weights[None], grads.reshape(len(weights), -1)).reshape(
+            grads.shape[1:])                # np.tensordot(weights, grads, 1)'s product
+        gross = self.chain.gradient(gross_stack, absolute=True,
+                                    nonzero=np.repeat(nonzero.reshape(self.K, len(values), -1)
+                                                      .any(axis=1), self.model.nv, axis=1))
         penalty_cost = 0.0
         if self.constraints == "penalty":
             penalty_cost = self._add_penalties(theta, weights, gradient, [])
@@ -462,10 +473,33 @@ class MotionProblem:
             for i, value in zip(self.nonlinear, engine):
                 values[i] = value
             values.engine = engine.engine
-        flat = q_stack.reshape(q_stack.shape[0], -1)
         for i, S in self._selectors().items():
-            values[i] = flat @ S.reshape(len(S), -1).T, S if jacobians else None
+            r, joints = self._selected()[i]
+            values[i] = q_stack[:, r, joints], S if jacobians else None
         return values
+
+    def _stack_gradient_orders(self):
+        """(K, n_terms nv) bool: where the stack gradients of :meth:`evaluate` may be
+        nonzero, [s, i nv + j] for order s of term i (a joint term's order r alone, the
+        engine orders of the others), kept."""
+        if self._gradient_orders is None:
+            nonzero = np.zeros((self.K, len(self.terms), self.model.nv), dtype=np.bool_)
+            for i, term in enumerate(self.terms):
+                if i in self._selected():
+                    nonzero[term.derivative, i] = True
+                else:
+                    nonzero[:self.engine_orders, i] = True
+            self._gradient_orders = nonzero.reshape(self.K, -1)
+        return self._gradient_orders
+
+    def _selected(self):
+        """{term index: (r, joints)} of the joint terms: y = q^(r) of those joints (their
+        selectors' entries, :meth:`_selectors`), ``joints`` a slice where they are
+        consecutive (a view, cheaper to index than an array); kept."""
+        if self._selected_cache is None:
+            self._selected_cache = {i: (self.terms[i].derivative, _index(self.terms[i].joints))
+                                    for i in self._selectors()}
+        return self._selected_cache
 
     def _selectors(self):
         """{term index: Jy (d, K, nv)} of the joint terms, whose y is a selection of stack
@@ -732,6 +766,14 @@ def _identity_blocks(columns, torques):
         columns[1, :, 1, 1] = Z + T(Z) - torques.U
         columns[1, :, 2, 1] = 2 * D + T(D) - torques.E[1]
     columns[:, :, 0, 1] = columns[:, :, 1, 0].transpose(0, 1, 3, 2)
+
+
+def _index(indices):
+    """A slice of the sorted ``indices`` where they are consecutive, else an int array."""
+    first, last = indices[0], indices[-1]
+    if last - first + 1 == len(indices):
+        return slice(first, last + 1)
+    return np.array(indices)
 
 
 def _term_cost(omega, y):
