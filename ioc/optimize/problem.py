@@ -250,6 +250,7 @@ class MotionProblem:
     def _set_boundary(self, start, goal):
         """Validated ``start`` and ``goal`` (rest: (nv,) positions; data: (R+1, nv) raw
         stacks) and the fixed control-point rows they imply, ``_end_rows``."""
+        self._initial = None
         nv, orders = self.model.nv, self.rest_order + 1
         if self.boundary == "rest":
             self.start, self.goal = _per_joint("start", start, nv), _per_joint("goal", goal, nv)
@@ -325,14 +326,16 @@ class MotionProblem:
     def initial_theta(self):
         """A feasible start: control points on the minimum-jerk profile between start and
         goal at the Greville abscissae (fixed rows exactly start and goal)."""
-        n_c = self.spline.n_control
-        start, goal = self.boundary_positions()
-        first_rows, last_rows = self._end_rows
-        theta = np.minimum(np.maximum(start + self._minimum_jerk[:, None] * (goal - start),
-                                      self.lower), self.upper)
-        theta[:self.rest_order + 1] = first_rows
-        theta[n_c - self.rest_order - 1:] = last_rows
-        return DD.of(theta)
+        if self._initial is None:       # made once per boundary (_set_boundary), copied
+            n_c = self.spline.n_control
+            start, goal = self.boundary_positions()
+            first_rows, last_rows = self._end_rows
+            theta = np.minimum(np.maximum(start + self._minimum_jerk[:, None] * (goal - start),
+                                          self.lower), self.upper)
+            theta[:self.rest_order + 1] = first_rows
+            theta[n_c - self.rest_order - 1:] = last_rows
+            self._initial = theta
+        return DD.of(self._initial.copy())
 
     def with_free_step(self, theta, step):
         """theta + step on the free rows (step: (n_free,) float64), in double-double."""
