@@ -440,19 +440,17 @@ class MotionProblem:
         for i, (y, Jy) in enumerate(values):
             if i in selected:       # a joint term: gs = omega y at the entries it selects
                 r, joints = selected[i]
-                _joint_stack_gradient(q_stack, omega, weights[i], r, joints, i, stack_grads,
-                                      gross_stack)
+                _joint_stack_gradient(np.ascontiguousarray(q_stack), omega, weights[i], r,
+                                      joints, i, stack_grads, gross_stack)
                 continue
             gs = _stack_gradient(omega, y, Jy)
             stack_grads[:, :gs.shape[1], i] = gs
             gross_stack[:, :gs.shape[1]] += weights[i] * np.abs(gs)
-        nonzero = self._stack_gradient_orders()
+        nonzero, gross_nonzero = self._stack_gradient_orders()
         grads = np.moveaxis(self.chain.gradient(stack_grads, nonzero=nonzero), 1, 0)
         gradient = np.dot(weights[None], grads.reshape(len(weights), -1)).reshape(
             grads.shape[1:])                # np.tensordot(weights, grads, 1)'s product
-        gross = self.chain.gradient(gross_stack, absolute=True,
-                                    nonzero=np.repeat(nonzero.reshape(self.K, len(values), -1)
-                                                      .any(axis=1), self.model.nv, axis=1))
+        gross = self.chain.gradient(gross_stack, absolute=True, nonzero=gross_nonzero)
         penalty_cost = 0.0
         if self.constraints == "penalty":
             penalty_cost = self._add_penalties(theta, weights, gradient, [])
@@ -466,8 +464,9 @@ class MotionProblem:
     def _values(self, q_stack, jacobians=True):
         """(y (N, d), Jy) of every term at the stack: the link and torque terms' from the
         engine (``ioc.optimize.costs.term_values``, Jy (N, d, Kd, nv) over the orders they
-        depend on, ``engine_orders``); the joint terms' from their selectors (Jy (d, K, nv),
-        the same at every node: :meth:`_selectors`)."""
+        depend on, ``engine_orders``); the joint terms' y the stack entries they select
+        (:meth:`_selected`), Jy their selectors (d, K, nv), the same at every node
+        (:meth:`_selectors`)."""
         values = TermValues([None] * len(self.terms))
         if self.nonlinear:
             engine = term_values(self.model, [self.terms[i] for i in self.nonlinear],
@@ -482,9 +481,10 @@ class MotionProblem:
         return values
 
     def _stack_gradient_orders(self):
-        """(K, n_terms nv) bool: where the stack gradients of :meth:`evaluate` may be
-        nonzero, [s, i nv + j] for order s of term i (a joint term's order r alone, the
-        engine orders of the others), kept."""
+        """Where the stack gradients of :meth:`evaluate` may be nonzero (the ``nonzero``
+        of ``SplineChain.gradient``), kept: (K, n_terms nv) bool, [s, i nv + j] for order s
+        of term i (a joint term's order r alone, the engine orders of the others), and
+        (K, nv) for their weighted sum (the gross gradient's), any term's orders."""
         if self._gradient_orders is None:
             nonzero = np.zeros((self.K, len(self.terms), self.model.nv), dtype=np.bool_)
             for i, term in enumerate(self.terms):
@@ -492,7 +492,7 @@ class MotionProblem:
                     nonzero[term.derivative, i] = True
                 else:
                     nonzero[:self.engine_orders, i] = True
-            self._gradient_orders = nonzero.reshape(self.K, -1)
+            self._gradient_orders = nonzero.reshape(self.K, -1), nonzero.any(axis=1)
         return self._gradient_orders
 
     def _selected(self):
@@ -796,9 +796,8 @@ def _term_cost(omega, y):
 
 def _stack_gradient(omega, y, Jy):
     """omega_m Jy_m^T y_m (N, K, nv): the gradient of 1/2 sum_m omega_m |y_m|^2 with respect to
-    the stack at each node (Jy (N, d, K, nv), or (d, K, nv) the same at every node)."""
-    if Jy.ndim == 3:
-        return ((omega[:, None] * y) @ Jy.reshape(len(Jy), -1)).reshape((len(y),) + Jy.shape[1:])
+    the stack at each node (Jy (N, d, K, nv); a joint term's, whose Jy selects stack
+    entries, is written by :func:`_joint_stack_gradient`)."""
     return _vjp(omega[:, None] * y, Jy)
 
 
