@@ -777,8 +777,8 @@ def _joint_stack_gradient(q_stack, omega, weight, r, joints, i, stack_grads, gro
     (Jy selects those stack entries), written to its entries of stack_grads[:, :, i], and
     weight |gs| added to gross_stack (:meth:`MotionProblem.evaluate`): numpy's
     ``omega[:, None] * y`` and ``weight * np.abs(gs)`` entry by entry (the same bits), in
-    one compiled call instead of five numpy ones (measured, case (a)'s 200 samples:
-    ~7 -> ~1 us a term)."""
+    one compiled call instead of five numpy ones (measured 2026-12-03, case (a) of
+    bench_peers, three joint terms, 200 samples: evaluate 102 -> 84 us)."""
     for m in range(q_stack.shape[0]):
         for c in range(joints.size):
             j = joints[c]
