@@ -161,3 +161,30 @@ def test_add_row_grams_matches_the_dense_sum_of_normalised_outer_products():
     wide[0, [0, u + 1]] = 1.0
     with pytest.raises(ValueError, match="within the band"):
         add_row_grams(np.zeros((u + 1, n)), sp.csr_matrix(wide), 1.0)
+
+
+def test_spline_chain_gradient_is_the_sparse_product_bit_for_bit_and_skips_only_zeros():
+    """SplineChain.gradient (a compiled loop) against scipy's product with its
+    gradient_matrix, and with absolute=True against |gradient_matrix|: equal bit for bit
+    (the same products summed in the same order); ``nonzero`` skipping the orders that are
+    zero leaves the bits unchanged, and skipping a nonzero order changes the result (the
+    mask is read)."""
+    rng = np.random.default_rng(7)
+    n_control, degree, nv, K = 9, 3, 2, 4
+    first, values = random_local_problem(rng, n_control=n_control, degree=degree, nv=nv, K=K)
+    chain = SplineChain(first, values, n_control, nv)
+    N = len(first)
+    gs = rng.normal(size=(N, K, 3, nv))
+    gs[:, 0, 1] = gs[:, 2:, 2] = 0.0                # term 1 has no order 0, term 2 only 0-1
+    flat = gs.reshape(N * K, -1)
+    assert np.array_equal(chain.gradient(gs), (chain.gradient_matrix @ flat).reshape(
+        n_control, 3, nv))
+    assert np.array_equal(chain.gradient(gs, absolute=True),
+                          (abs(chain.gradient_matrix) @ flat).reshape(n_control, 3, nv))
+    nonzero = np.ones((K, 3, nv), dtype=bool)
+    nonzero[0, 1] = nonzero[2:, 2] = False
+    assert np.array_equal(chain.gradient(gs, nonzero=nonzero.reshape(K, -1)),
+                          chain.gradient(gs))
+    nonzero[1, 0] = False                           # a nonzero order of term 0 skipped
+    assert not np.array_equal(chain.gradient(gs, nonzero=nonzero.reshape(K, -1))[:, 0],
+                              chain.gradient(gs)[:, 0])

@@ -470,3 +470,35 @@ def test_limit_slacks_are_bounds_minus_the_spline_positions_at_the_limit_nodes(c
     assert len(rows) == 2 * 2 * 30 and set(rows % 3) == {0, 1, 2}
     assert np.max(np.abs(slacks - (bound - sign * q[rows]))) <= 1e-14
     assert np.array_equal(slacks, bound - sign * problem.limit_values(theta)[rows])
+
+
+def test_evaluate_equals_the_selector_products_bit_for_bit(chain3):
+    """MotionProblem.evaluate writes a joint term's stack gradient omega_m y_m straight to
+    the entries it selects and chains the gradients in a compiled loop; the reference is
+    the general formula, its selector Jy: gs = (omega y) Jy, chained by scipy's sparse
+    products (gradient_matrix and |gradient_matrix|), the weighted sum by np.tensordot.
+    Equal bit for bit, on joint terms (one a subset of non-consecutive joints) around a
+    torque term, unequal weights."""
+    problem = MotionProblem(chain3, "joint_velocity[joint1,joint3],joint_torque,joint_jerk",
+                            duration=2.0, samples=40, degree=5, control_points=12, start=0.4,
+                            goal=-0.3)
+    rng = np.random.default_rng(6)
+    theta = problem.initial_theta()
+    theta = DD.of(theta.hi + 0.05 * rng.normal(size=theta.hi.shape))
+    weights = np.array([0.7, 0.2, 1e-3])
+    ev = problem.evaluate(theta, weights)
+    omega, values = problem.quadrature.weights, ev.inputs[2]
+    N, K, nv = ev.q_stack.shape
+    stack_grads, gross_stack = np.zeros((N, K, 3, nv)), np.zeros((N, K, nv))
+    for i, (y, Jy) in enumerate(values):
+        gs = ((omega[:, None] * y) @ Jy.reshape(len(Jy), -1)).reshape(N, K, nv) \
+            if Jy.ndim == 3 else ioc.problem._vjp(omega[:, None] * y, Jy)
+        stack_grads[:, :gs.shape[1], i] = gs
+        gross_stack[:, :gs.shape[1]] += weights[i] * np.abs(gs)
+        if Jy.ndim == 3:
+            assert np.array_equal(y, ev.q_stack.reshape(N, -1) @ Jy.reshape(len(Jy), -1).T)
+    C = problem.chain.gradient_matrix
+    grads = np.moveaxis((C @ stack_grads.reshape(N * K, -1)).reshape(-1, 3, nv), 1, 0)
+    assert np.array_equal(ev.grads, grads)
+    assert np.array_equal(ev.gradient, np.tensordot(weights, grads, axes=1))
+    assert np.array_equal(ev.gross_gradient, abs(C) @ gross_stack.reshape(N * K, nv))

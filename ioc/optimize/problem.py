@@ -36,6 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 
 import cmtm
+from cmtm._jit import jit_kernel
 from cmtm.api import check_model, reserve
 from ioc.choices import BOUNDARY_MODES, CONSTRAINT_MODES, INTEGRATION_RULES
 from ioc.optimize.costs import (JACOBIAN_SOURCES, TermValues, engine_bytes, parse_terms,
@@ -216,9 +217,9 @@ class MotionProblem:
         self.first, self.basis = self.spline.local_basis(self.quadrature.times, self.K - 1)
         self._stack_evaluator = self.spline.stack_evaluator(self.quadrature.times, self.K - 1)
         self.chain = SplineChain(self.first, self.basis, self.spline.n_control, nv)
-        self._gross_chain = abs(self.chain.gradient_matrix)
         self.nonlinear = tuple(i for i, term in enumerate(self.terms) if term.kind != "joint")
-        self._linear_bands, self._selector_cache = {}, None
+        self._linear_bands, self._selector_cache, self._selected_cache = {}, None, None
+        self._gradient_orders = None
         self.limit_times = np.linspace(0.0, self.spline.duration, self.samples)
         self.layout = BandLayout(self.spline.n_control, p, nv)
         fixed = self.rest_order + 1 if constraints == "exact" else 0
@@ -249,6 +250,7 @@ class MotionProblem:
     def _set_boundary(self, start, goal):
         """Validated ``start`` and ``goal`` (rest: (nv,) positions; data: (R+1, nv) raw
         stacks) and the fixed control-point rows they imply, ``_end_rows``."""
+        self._initial = None
         nv, orders = self.model.nv, self.rest_order + 1
         if self.boundary == "rest":
             self.start, self.goal = _per_joint("start", start, nv), _per_joint("goal", goal, nv)
@@ -324,14 +326,16 @@ class MotionProblem:
     def initial_theta(self):
         """A feasible start: control points on the minimum-jerk profile between start and
         goal at the Greville abscissae (fixed rows exactly start and goal)."""
-        n_c = self.spline.n_control
-        start, goal = self.boundary_positions()
-        first_rows, last_rows = self._end_rows
-        theta = np.minimum(np.maximum(start + self._minimum_jerk[:, None] * (goal - start),
-                                      self.lower), self.upper)
-        theta[:self.rest_order + 1] = first_rows
-        theta[n_c - self.rest_order - 1:] = last_rows
-        return DD.of(theta)
+        if self._initial is None:       # made once per boundary (_set_boundary), copied
+            n_c = self.spline.n_control
+            start, goal = self.boundary_positions()
+            first_rows, last_rows = self._end_rows
+            theta = np.minimum(np.maximum(start + self._minimum_jerk[:, None] * (goal - start),
+                                          self.lower), self.upper)
+            theta[:self.rest_order + 1] = first_rows
+            theta[n_c - self.rest_order - 1:] = last_rows
+            self._initial = theta
+        return DD.of(self._initial.copy())
 
     def with_free_step(self, theta, step):
         """theta + step on the free rows (step: (n_free,) float64), in double-double."""
@@ -432,13 +436,21 @@ class MotionProblem:
         costs = np.array([_term_cost(omega, y) for y, _ in values])
         stack_grads = np.zeros(q_stack.shape[:2] + (len(values), q_stack.shape[2]))
         gross_stack = np.zeros(q_stack.shape)               # sum_i w_i |gs_i|
+        selected = self._selected()
         for i, (y, Jy) in enumerate(values):
+            if i in selected:       # a joint term: gs = omega y at the entries it selects
+                r, joints = selected[i]
+                _joint_stack_gradient(np.ascontiguousarray(q_stack), omega, weights[i], r,
+                                      joints, i, stack_grads, gross_stack)
+                continue
             gs = _stack_gradient(omega, y, Jy)
             stack_grads[:, :gs.shape[1], i] = gs
             gross_stack[:, :gs.shape[1]] += weights[i] * np.abs(gs)
-        grads = np.moveaxis(self.chain.gradient(stack_grads), 1, 0)
-        gradient = np.tensordot(weights, grads, axes=1)
-        gross = self._gross_chain @ gross_stack.reshape(-1, self.model.nv)
+        nonzero, gross_nonzero = self._stack_gradient_orders()
+        grads = np.moveaxis(self.chain.gradient(stack_grads, nonzero=nonzero), 1, 0)
+        gradient = np.dot(weights[None], grads.reshape(len(weights), -1)).reshape(
+            grads.shape[1:])                # np.tensordot(weights, grads, 1)'s product
+        gross = self.chain.gradient(gross_stack, absolute=True, nonzero=gross_nonzero)
         penalty_cost = 0.0
         if self.constraints == "penalty":
             penalty_cost = self._add_penalties(theta, weights, gradient, [])
@@ -452,8 +464,9 @@ class MotionProblem:
     def _values(self, q_stack, jacobians=True):
         """(y (N, d), Jy) of every term at the stack: the link and torque terms' from the
         engine (``ioc.optimize.costs.term_values``, Jy (N, d, Kd, nv) over the orders they
-        depend on, ``engine_orders``); the joint terms' from their selectors (Jy (d, K, nv),
-        the same at every node: :meth:`_selectors`)."""
+        depend on, ``engine_orders``); the joint terms' y the stack entries they select
+        (:meth:`_selected`), Jy their selectors (d, K, nv), the same at every node
+        (:meth:`_selectors`)."""
         values = TermValues([None] * len(self.terms))
         if self.nonlinear:
             engine = term_values(self.model, [self.terms[i] for i in self.nonlinear],
@@ -462,10 +475,34 @@ class MotionProblem:
             for i, value in zip(self.nonlinear, engine):
                 values[i] = value
             values.engine = engine.engine
-        flat = q_stack.reshape(q_stack.shape[0], -1)
         for i, S in self._selectors().items():
-            values[i] = flat @ S.reshape(len(S), -1).T, S if jacobians else None
+            r, joints = self._selected()[i]
+            values[i] = q_stack[:, r, joints], S if jacobians else None
         return values
+
+    def _stack_gradient_orders(self):
+        """Where the stack gradients of :meth:`evaluate` may be nonzero (the ``nonzero``
+        of ``SplineChain.gradient``), kept: (K, n_terms nv) bool, [s, i nv + j] for order s
+        of term i (a joint term's order r alone, the engine orders of the others), and
+        (K, nv) for their weighted sum (the gross gradient's), any term's orders."""
+        if self._gradient_orders is None:
+            nonzero = np.zeros((self.K, len(self.terms), self.model.nv), dtype=np.bool_)
+            for i, term in enumerate(self.terms):
+                if i in self._selected():
+                    nonzero[term.derivative, i] = True
+                else:
+                    nonzero[:self.engine_orders, i] = True
+            self._gradient_orders = nonzero.reshape(self.K, -1), nonzero.any(axis=1)
+        return self._gradient_orders
+
+    def _selected(self):
+        """{term index: (r, joints (d,) int64 array)} of the joint terms: y = q^(r) of
+        those joints (their selectors' entries, :meth:`_selectors`), kept."""
+        if self._selected_cache is None:
+            self._selected_cache = {i: (self.terms[i].derivative,
+                                        np.array(self.terms[i].joints, dtype=np.int64))
+                                    for i in self._selectors()}
+        return self._selected_cache
 
     def _selectors(self):
         """{term index: Jy (d, K, nv)} of the joint terms, whose y is a selection of stack
@@ -734,6 +771,22 @@ def _identity_blocks(columns, torques):
     columns[:, :, 0, 1] = columns[:, :, 1, 0].transpose(0, 1, 3, 2)
 
 
+@jit_kernel
+def _joint_stack_gradient(q_stack, omega, weight, r, joints, i, stack_grads, gross_stack):
+    """The stack gradient gs = omega_m y_m of the joint term ``i``, y = q^(r) of ``joints``
+    (Jy selects those stack entries), written to its entries of stack_grads[:, :, i], and
+    weight |gs| added to gross_stack (:meth:`MotionProblem.evaluate`): numpy's
+    ``omega[:, None] * y`` and ``weight * np.abs(gs)`` entry by entry (the same bits), in
+    one compiled call instead of five numpy ones (measured 2026-12-03, case (a) of
+    bench_peers, three joint terms, 200 samples: evaluate 102 -> 84 us)."""
+    for m in range(q_stack.shape[0]):
+        for c in range(joints.size):
+            j = joints[c]
+            g = omega[m] * q_stack[m, r, j]
+            stack_grads[m, r, i, j] = g
+            gross_stack[m, r, j] += weight * abs(g)
+
+
 def _term_cost(omega, y):
     """c = 1/2 sum_m omega_m |y_m|^2 of one term's values y (N, d), as a float (the same
     sums in :meth:`MotionProblem.cost` and :meth:`MotionProblem.evaluate`, so that a line
@@ -743,9 +796,8 @@ def _term_cost(omega, y):
 
 def _stack_gradient(omega, y, Jy):
     """omega_m Jy_m^T y_m (N, K, nv): the gradient of 1/2 sum_m omega_m |y_m|^2 with respect to
-    the stack at each node (Jy (N, d, K, nv), or (d, K, nv) the same at every node)."""
-    if Jy.ndim == 3:
-        return ((omega[:, None] * y) @ Jy.reshape(len(Jy), -1)).reshape((len(y),) + Jy.shape[1:])
+    the stack at each node (Jy (N, d, K, nv); a joint term's, whose Jy selects stack
+    entries, is written by :func:`_joint_stack_gradient`)."""
     return _vjp(omega[:, None] * y, Jy)
 
 
