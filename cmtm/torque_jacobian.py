@@ -29,7 +29,8 @@ c_i = gamma_i - e_i and y0_j = e_j + I~^C_j s_j' (the order-0 kernel's pair form
 
     T_0 = s_j' . c_i + s_j'' . b_i,   T_1 = s_j . c_i + 2 s_j' . b_i,   T_2 = s_j . b_i,
 
-products of jets taken as convolutions: no 6x6 product per pair. The jets of s, v~, I~
+and, as b_i' = gamma_i + I~^C_i s_i', c_i = b_i' - y0_i: no product with d/dt I~^C_i.
+Products of jets taken as convolutions: no 6x6 product per pair. The jets of s, v~, I~
 and h~ themselves come from the link poses and cross products (``link_world_jets``: the
 rates s' = v~_p x s, I~' = v~ x^* I~ - I~ v~ x), not from the link CMTMs: 1.5-1.7x faster
 than their CMTM forms (A S, A v, A^{-T} I A^{-1} as 6x6 jet products), to 4e-14.
@@ -44,8 +45,9 @@ I~^C_i             ``Ic_m``,     (n, 1),       composite (subtree) spatial inert
                    ``Ic_mc``,    (n, L, 3),    mass, first moment, rotational inertia
                    ``Ic_IO``     (n, L, 3, 3)  (``cmtm.rnea_derivatives.inertia_add``)
 e_i                ``e``                       [s_i x^*] h~_J_i
-b_i, gamma_i       (row_i)                     I~^C_i s_i, (d/dt I~^C_i) s_i
-c_i                (row_i)                     gamma_i - e_i
+b_i                (row_i)                     I~^C_i s_i
+c_i                (row_i)                     gamma_i - e_i = b_i' - y0_i, with
+                                               gamma_i = (d/dt I~^C_i) s_i
 s_j, s_j', s_j''   (col)                       screw jets of input joint j
 y0_j               (desc)                      [s_j x^*] h~_J_j + I~^C_j s_j'
 =================  ============  ============  ==========================================
@@ -94,9 +96,6 @@ class TorqueWorkspace(NamedTuple):
     b: np.ndarray         # (L, 6)
     ds: np.ndarray        # (L, 6) s'
     y0: np.ndarray        # (L, 6)
-    gamma: np.ndarray     # (L-1, 6)
-    dIc_mc: np.ndarray    # (L-1, 3) d/dt I~^C_i (its mass: 0)
-    dIc_IO: np.ndarray    # (L-1, 3, 3)
     row_i: np.ndarray     # (n, L-1, 12) per output joint i
     col: np.ndarray       # (L-1, 18, n) per input joint j in a support, component-major
     desc: np.ndarray      # (L-1, 18, n) per input joint j as a descendant, component-major
@@ -135,8 +134,7 @@ def torque_workspace(model, order, n_chunks):
         E=slots(3, 3), R=slots(3, 3), p=slots(3), w_R=slots(n, 3, 3), w_p=slots(n, 3),
         s=slots(n, L + 1, 6), v_w=slots(*vector), hJ_w=slots(*vector), Ic_m=slots(n, 1),
         Ic_mc=slots(n, L, 3), Ic_IO=slots(n, L, 3, 3),
-        e=slots(*jet), b=slots(*jet), ds=slots(*jet), y0=slots(*jet), gamma=slots(L - 1, 6),
-        dIc_mc=slots(L - 1, 3), dIc_IO=slots(L - 1, 3, 3), row_i=slots(n, L - 1, 12),
+        e=slots(*jet), b=slots(*jet), ds=slots(*jet), y0=slots(*jet), row_i=slots(n, L - 1, 12),
         col=slots(L - 1, 18, n), desc=slots(L - 1, 18, n), T=slots(3, L - 1, n))
 
 
@@ -197,24 +195,15 @@ def world_state(model, tw, chunk, q):
 
 @jit_inline
 def link_jets(tw, chunk, i):
-    """The jets of link i (L coefficients, L-1 for gamma): e_i = [s_i x^*] h~_J_i,
-    b_i = I~^C_i s_i, gamma_i = (d/dt I~^C_i) s_i, the screw rate s_i' and
-    y0_i = e_i + I~^C_i s_i', into tw.e, b, gamma, ds, y0."""
+    """The jets of link i (L coefficients): e_i = [s_i x^*] h~_J_i, b_i = I~^C_i s_i, the
+    screw rate s_i' and y0_i = e_i + I~^C_i s_i', into tw.e, b, ds, y0."""
     s, mass, mc, I_O = tw.s[chunk, i], tw.Ic_m[chunk, i, 0], tw.Ic_mc[chunk, i], \
         tw.Ic_IO[chunk, i]
-    e, b, ds, y0, gamma, dmc, dI_O = tw.e[chunk], tw.b[chunk], tw.ds[chunk], tw.y0[chunk], \
-        tw.gamma[chunk], tw.dIc_mc[chunk], tw.dIc_IO[chunk]
+    e, b, ds, y0 = tw.e[chunk], tw.b[chunk], tw.ds[chunk], tw.y0[chunk]
     zero_stack(e)
     force_cross_conv(s, tw.hJ_w[chunk, i], e, 1.0)
     zero_stack(b)
     inertia_conv(mass, mc, I_O, s, 1.0, b)
-    for m in range(dmc.shape[0]):
-        for r in range(3):
-            dmc[m, r] = (m + 1) * mc[m + 1, r]
-            for c in range(3):
-                dI_O[m, r, c] = (m + 1) * I_O[m + 1, r, c]
-    zero_stack(gamma)
-    inertia_conv(0.0, dmc, dI_O, s, 1.0, gamma)
     for m in range(ds.shape[0]):
         for c in range(6):
             ds[m, c] = (m + 1) * s[m + 1, c]
@@ -226,9 +215,8 @@ def link_jets(tw, chunk, i):
 def per_link_jets(model, tw, chunk):
     """Stacked per-link and per-joint jets of the pair formulas (L-1 coefficients).
 
-    With e_i = [s_i x^*] h~_J_i, b_i = I~^C_i s_i, gamma_i = (d/dt I~^C_i) s_i and
-    y0_j = e_j + I~^C_j s_j' (``link_jets``):
-      row_i  = (c_i, b_i),  c_i = gamma_i - e_i
+    With b_i = I~^C_i s_i and y0_j = e_j + I~^C_j s_j' (``link_jets``):
+      row_i  = (c_i, b_i),  c_i = gamma_i - e_i = b_i' - y0_i
       col_j  = (s_j, s_j', s_j'')
       desc_j = (y0_j', b_j' + y0_j, b_j)
     so that, for j in P(i), T_0 = s_j' . c_i + s_j'' . b_i, T_1 = s_j . c_i + 2 s_j' . b_i,
@@ -236,14 +224,14 @@ def per_link_jets(model, tw, chunk):
     col_j and desc_j are stored component-major (``col[m, :, j]``, ``desc[m, :, j]``), so
     that the pair loops run over consecutive input joints.
     """
-    e, b, y0, gamma = tw.e[chunk], tw.b[chunk], tw.y0[chunk], tw.gamma[chunk]
+    b, y0 = tw.b[chunk], tw.y0[chunk]
     row_i, col, desc = tw.row_i[chunk], tw.col[chunk], tw.desc[chunk]
     for i in range(model.parent.shape[0]):
         link_jets(tw, chunk, i)
         s = tw.s[chunk, i]
-        for m in range(gamma.shape[0]):
+        for m in range(row_i.shape[1]):
             for c in range(6):
-                row_i[i, m, c] = gamma[m, c] - e[m, c]
+                row_i[i, m, c] = (m + 1) * b[m + 1, c] - y0[m, c]
                 row_i[i, m, 6 + c] = b[m, c]
                 col[m, c, i] = s[m, c]
                 col[m, 6 + c, i] = (m + 1) * s[m + 1, c]
