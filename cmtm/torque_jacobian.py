@@ -328,7 +328,15 @@ def torque_jacobian_kernel(model, tw, chunk, claim, last, qhat, out):
     compile of the order-1 torque Jacobian of the Panda, six alternating runs: median 15.4
     -> 14.6 s, Numba's inlining 2.0 -> 0.9 s of it; the same speed (kernel alone, one
     thread, 15 alternating rounds: median ratio 0.99-1.01 on 8- and 32-link chains and the
-    Panda, orders 1 and 2), identical bits."""
+    Panda, orders 1 and 2), identical bits. With the pair formulas on a_j = -s_j' and
+    c_i = b_i' - y0_i (no jet of d/dt I~^C_i s_i) and the raw weights' nonzero terms only
+    (:func:`raw_block_terms`), against 476bc10's module: kernel alone, one thread, 200
+    samples, each in its own process, five alternating rounds (host load ~3 on 2 cores),
+    best us per sample 3.00 -> 2.44 (order 1) and 4.45 -> 3.52 (order 2) on a 3-link chain,
+    6.95 -> 6.05 and 10.85 -> 9.42 on the Panda, 46.1 -> 41.2 and 79.6 -> 68.2 on
+    example-robot-data's human (median ratios per round 1.20, 1.20, 1.03, 1.13, 1.13,
+    1.17); results within 2.9e-15 of the largest entry of the old; cold compile of the kernel
+    alone 8.5-13.4 s against 9.8-12.5 s (four pairs, within the noise)."""
     row_i, col, desc, s, T = tw.row_i[chunk], tw.col[chunk], tw.desc[chunk], tw.s[chunk], \
         tw.T[chunk]
     done = 0
