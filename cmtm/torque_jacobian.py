@@ -23,7 +23,14 @@ terms in d/dt [s_i x^*] h~_J_i against [s_i' x^*] h~ + [s_i x^*] f~, leaving
     T_2 = s_j . b_i                                          (j in P(i)),
     T_s = s_i . (y0_j', b_j' + y0_j, b_j)[s]                 (j a strict descendant),
 
-products of jets taken as convolutions: no 6x6 product per pair. The jets of s, v~, I~
+with a_j = [s_j x] v~_{p(j)} = -s_j' (the screw rate s' = v~_p x s), so that, with
+c_i = gamma_i - e_i and y0_j = e_j + I~^C_j s_j' (the order-0 kernel's pair formulas,
+``cmtm.rnea_derivatives``, on jets),
+
+    T_0 = s_j' . c_i + s_j'' . b_i,   T_1 = s_j . c_i + 2 s_j' . b_i,   T_2 = s_j . b_i,
+
+and, as b_i' = gamma_i + I~^C_i s_i', c_i = b_i' - y0_i: no product with d/dt I~^C_i.
+Products of jets taken as convolutions: no 6x6 product per pair. The jets of s, v~, I~
 and h~ themselves come from the link poses and cross products (``link_world_jets``: the
 rates s' = v~_p x s, I~' = v~ x^* I~ - I~ v~ x), not from the link CMTMs: 1.5-1.7x faster
 than their CMTM forms (A S, A v, A^{-T} I A^{-1} as 6x6 jet products), to 4e-14.
@@ -31,16 +38,18 @@ than their CMTM forms (A S, A v, A^{-T} I A^{-1} as 6x6 jet products), to 4e-14.
 =================  ============  ============  ==========================================
 symbol             code          shape         meaning (all world frame, Taylor-scaled)
 =================  ============  ============  ==========================================
-s_i                ``s``         (n, L, 6)     joint screws
+s_i                ``s``         (n, L+1, 6)   joint screws
 v~_i               ``v_w``       (n, L, 6)     link twists (with the fictitious base motion)
 h~_J_i             ``hJ_w``      (n, L, 6)     subtree momenta
 I~^C_i             ``Ic_m``,     (n, 1),       composite (subtree) spatial inertias:
                    ``Ic_mc``,    (n, L, 3),    mass, first moment, rotational inertia
                    ``Ic_IO``     (n, L, 3, 3)  (``cmtm.rnea_derivatives.inertia_add``)
-e_i                (row_i)                     [s_i x^*] h~_J_i
-b_i, gamma_i       (row_i)                     I~^C_i s_i, (d/dt I~^C_i) s_i
-a_j                (col)                       [s_j x] v~_{p(j)}
-y0_j               (desc)                      [s_j x^*] h~_J_j - I~^C_j a_j
+e_i                ``e``                       [s_i x^*] h~_J_i
+b_i                (row_i)                     I~^C_i s_i
+c_i                (row_i)                     gamma_i - e_i = b_i' - y0_i, with
+                                               gamma_i = (d/dt I~^C_i) s_i
+s_j, s_j', s_j''   (col)                       screw jets of input joint j
+y0_j               (desc)                      [s_j x^*] h~_J_j + I~^C_j s_j'
 =================  ============  ============  ==========================================
 
 L = k + 2 coefficients for a torque Jacobian of order k.
@@ -55,16 +64,17 @@ from cmtm.rnea import composite_inertia_to_parent_add
 from cmtm.rnea_derivatives import (inertia_conv, inertia_rate_add, link_world_pose,
                                    screw_twist_jets)
 from cmtm.taylor import (add_blocks, add_stack, copy_stack, force_cross_conv,
-                         motion_cross_conv, raw_block_coefficients, zero_blocks, zero_stack)
+                         raw_block_coefficients, zero_blocks, zero_stack)
 
 
 class TorqueWorkspace(NamedTuple):
-    """Work arrays of :func:`torque_jacobian_kernel`: coef ... rotational_inertia shared
+    """Work arrays of :func:`torque_jacobian_kernel`: terms ... rotational_inertia shared
     by the chunks, the others with a leading axis, slot c for chunk c of the samples; n
     links, L = k+2 coefficients (the symbol table above; ``E`` ... ``w_IO`` and ``e`` ...
     ``T`` are scratch of one link or of one output row)."""
 
-    coef: np.ndarray                # (k+1, k+3, 3) raw_block_coefficients
+    terms: np.ndarray               # (n_terms, 4) raw_block_terms: l, r, s, add
+    weights: np.ndarray             # (n_terms,) their weights
     rate_scale: np.ndarray          # (L,) b + 1: q' coefficients from q's (Taylor-scaled)
     root: np.ndarray                # (L, 6) base velocity stack of the gravity trick (§3.3)
     identity: np.ndarray            # (3, 3) pose of the base
@@ -76,7 +86,7 @@ class TorqueWorkspace(NamedTuple):
     p: np.ndarray         # (3,)
     w_R: np.ndarray       # (n, 3, 3) link poses in the base
     w_p: np.ndarray       # (n, 3)
-    s: np.ndarray         # (n, L, 6)
+    s: np.ndarray         # (n, L+1, 6)
     v_w: np.ndarray       # (n, L, 6)
     hJ_w: np.ndarray      # (n, L, 6)
     Ic_m: np.ndarray      # (n, 1) composite inertia jets: mass (constant),
@@ -84,15 +94,26 @@ class TorqueWorkspace(NamedTuple):
     Ic_IO: np.ndarray     # (n, L, 3, 3) rotational inertia about the world origin
     e: np.ndarray         # (L, 6) the jets of per_link_jets
     b: np.ndarray         # (L, 6)
-    a: np.ndarray         # (L, 6)
+    ds: np.ndarray        # (L, 6) s'
     y0: np.ndarray        # (L, 6)
-    gamma: np.ndarray     # (L-1, 6)
-    dIc_mc: np.ndarray    # (L-1, 3) d/dt I~^C_i (its mass: 0)
-    dIc_IO: np.ndarray    # (L-1, 3, 3)
-    row_i: np.ndarray     # (n, L-1, 36) per output joint i
-    col: np.ndarray       # (L-1, 36, n) per input joint j in a support, component-major
+    row_i: np.ndarray     # (n, L-1, 12) per output joint i
+    col: np.ndarray       # (L-1, 18, n) per input joint j in a support, component-major
     desc: np.ndarray      # (L-1, 18, n) per input joint j as a descendant, component-major
     T: np.ndarray         # (3, L-1, n) first columns of row i against input joints j
+
+
+def raw_block_terms(coef):
+    """(terms, weights): the nonzero weights of ``cmtm.taylor.raw_block_coefficients``
+    coef[l, r, s] as rows (l, r, s, add) of an int64 array, l, then r, then s ascending,
+    add = 0 for the first term of each block (l, r) and 1 for the others, and the weights
+    (float64) in that order: the loop of :func:`write_raw_rows` over the terms only (k = 1:
+    9 of 24 weights), without a test of each weight (the same sums in the same order as
+    that test's loop, identical bits)."""
+    terms = []
+    for l, r, s in zip(*np.nonzero(coef)):
+        terms.append((l, r, s, int(s > np.flatnonzero(coef[l, r])[0])))
+    return np.array(terms, dtype=np.int64).reshape(-1, 4), \
+        np.array([coef[l, r, s] for l, r, s, _ in terms])
 
 
 def torque_workspace(model, order, n_chunks):
@@ -104,23 +125,23 @@ def torque_workspace(model, order, n_chunks):
         return np.zeros((n_chunks,) + shape)
     vector, jet = (n, L, 6), (L, 6)
     return TorqueWorkspace(
-        coef=raw_block_coefficients(k1, k1 + 2, 3), rate_scale=np.arange(1.0, L + 1),
+        *raw_block_terms(raw_block_coefficients(k1, k1 + 2, 3)),
+        rate_scale=np.arange(1.0, L + 1),
         root=base_velocity_stacks(model, L)[1],
         identity=np.eye(3), origin=np.zeros(3),
         first_moment=np.array(model.first_moment),
         rotational_inertia=np.array(model.rotational_inertia),
         E=slots(3, 3), R=slots(3, 3), p=slots(3), w_R=slots(n, 3, 3), w_p=slots(n, 3),
-        s=slots(*vector), v_w=slots(*vector), hJ_w=slots(*vector), Ic_m=slots(n, 1),
+        s=slots(n, L + 1, 6), v_w=slots(*vector), hJ_w=slots(*vector), Ic_m=slots(n, 1),
         Ic_mc=slots(n, L, 3), Ic_IO=slots(n, L, 3, 3),
-        e=slots(*jet), b=slots(*jet), a=slots(*jet), y0=slots(*jet), gamma=slots(L - 1, 6),
-        dIc_mc=slots(L - 1, 3), dIc_IO=slots(L - 1, 3, 3), row_i=slots(n, L - 1, 36),
-        col=slots(L - 1, 36, n), desc=slots(L - 1, 18, n), T=slots(3, L - 1, n))
+        e=slots(*jet), b=slots(*jet), ds=slots(*jet), y0=slots(*jet), row_i=slots(n, L - 1, 12),
+        col=slots(L - 1, 18, n), desc=slots(L - 1, 18, n), T=slots(3, L - 1, n))
 
 
 @jit_inline
 def link_world_jets(model, tw, chunk, i, q, v_parent):
-    """World jets of link i (L coefficients) from its pose and its parent's twist jets
-    v_parent (§2.5, §5 in world coordinates, Taylor-scaled; q'_b = (b+1) q_{b+1}):
+    """World jets of link i (L coefficients, L+1 for s) from its pose and its parent's twist
+    jets v_parent (§2.5, §5 in world coordinates, Taylor-scaled; q'_b = (b+1) q_{b+1}):
 
         s_0 = world screw of the pose,  s_{m+1} = 1/(m+1) sum_{a<=m} v_p,a x s_{m-a}
         v_m = v_p,m + sum_{a<=m} s_a q'_{m-a}                          (v = v_p + s q')
@@ -142,7 +163,7 @@ def link_world_jets(model, tw, chunk, i, q, v_parent):
     composite_inertia_to_parent_add(tw.w_R[chunk, i], tw.w_p[chunk, i], model.mass[i],
                                     tw.first_moment[i], tw.rotational_inertia[i], mass,
                                     mc[0], I_O[0])                      # I_0 = A^{-T} I A^{-1}
-    for m in range(s.shape[0] - 1):
+    for m in range(v.shape[0] - 1):
         for a in range(m + 1):
             inertia_rate_add(v[a], mass[0] if a == m else 0.0, mc[m - a], I_O[m - a],
                              mc[m + 1], I_O[m + 1])
@@ -173,67 +194,48 @@ def world_state(model, tw, chunk, q):
 
 
 @jit_inline
-def link_jets(tw, chunk, i, v_parent):
-    """The jets of link i (L coefficients, L-1 for gamma): e_i = [s_i x^*] h~_J_i,
-    b_i = I~^C_i s_i, gamma_i = (d/dt I~^C_i) s_i, a_i = [s_i x] v~_{p(i)} (v_parent: the
-    parent's twist jets, tw.root for a root) and y0_i = e_i - I~^C_i a_i, into tw.e, b,
-    gamma, a, y0."""
+def link_jets(tw, chunk, i):
+    """The jets of link i (L coefficients): e_i = [s_i x^*] h~_J_i, b_i = I~^C_i s_i, the
+    screw rate s_i' and y0_i = e_i + I~^C_i s_i', into tw.e, b, ds, y0."""
     s, mass, mc, I_O = tw.s[chunk, i], tw.Ic_m[chunk, i, 0], tw.Ic_mc[chunk, i], \
         tw.Ic_IO[chunk, i]
-    e, b, a, y0, gamma, dmc, dI_O = tw.e[chunk], tw.b[chunk], tw.a[chunk], tw.y0[chunk], \
-        tw.gamma[chunk], tw.dIc_mc[chunk], tw.dIc_IO[chunk]
+    e, b, ds, y0 = tw.e[chunk], tw.b[chunk], tw.ds[chunk], tw.y0[chunk]
     zero_stack(e)
     force_cross_conv(s, tw.hJ_w[chunk, i], e, 1.0)
     zero_stack(b)
     inertia_conv(mass, mc, I_O, s, 1.0, b)
-    for m in range(dmc.shape[0]):
-        for r in range(3):
-            dmc[m, r] = (m + 1) * mc[m + 1, r]
-            for c in range(3):
-                dI_O[m, r, c] = (m + 1) * I_O[m + 1, r, c]
-    zero_stack(gamma)
-    inertia_conv(0.0, dmc, dI_O, s, 1.0, gamma)
-    zero_stack(a)
-    motion_cross_conv(s, v_parent, a)
+    for m in range(ds.shape[0]):
+        for c in range(6):
+            ds[m, c] = (m + 1) * s[m + 1, c]
     copy_stack(e, y0)
-    inertia_conv(mass, mc, I_O, a, -1.0, y0)
+    inertia_conv(mass, mc, I_O, ds, 1.0, y0)
 
 
 @jit_inline
 def per_link_jets(model, tw, chunk):
     """Stacked per-link and per-joint jets of the pair formulas (L-1 coefficients).
 
-    With e_i = [s_i x^*] h~_J_i, b_i = I~^C_i s_i, gamma_i = (d/dt I~^C_i) s_i and
-    a_j = [s_j x] v~_{p(j)} (``link_jets``):
-      row_i  = ([e_i, gamma_i, b_i], [gamma_i - e_i, b_i], b_i)   (18, 12, 6 wide)
-      col_j  = ([s_j', a_j, a_j'], [s_j, s_j' - a_j], s_j)
-      desc_j = (y0_j', b_j' + y0_j, b_j), y0_j = e_j - I~^C_j a_j
-    so that, for j in P(i), T_0 = -row0 . col0, T_1 = row1 . col1, T_2 = row2 . col2 (as
-    jet products), and for a strict descendant j, T_s = s_i . desc_j[s]. col_j and desc_j
-    are stored component-major (``col[m, :, j]``, ``desc[m, :, j]``), so that the pair
-    loops run over consecutive input joints.
+    With b_i = I~^C_i s_i and y0_j = e_j + I~^C_j s_j' (``link_jets``):
+      row_i  = (c_i, b_i),  c_i = gamma_i - e_i = b_i' - y0_i
+      col_j  = (s_j, s_j', s_j'')
+      desc_j = (y0_j', b_j' + y0_j, b_j)
+    so that, for j in P(i), T_0 = s_j' . c_i + s_j'' . b_i, T_1 = s_j . c_i + 2 s_j' . b_i,
+    T_2 = s_j . b_i (as jet products), and for a strict descendant j, T_s = s_i . desc_j[s].
+    col_j and desc_j are stored component-major (``col[m, :, j]``, ``desc[m, :, j]``), so
+    that the pair loops run over consecutive input joints.
     """
-    e, b, a, y0, gamma = tw.e[chunk], tw.b[chunk], tw.a[chunk], tw.y0[chunk], tw.gamma[chunk]
+    b, y0 = tw.b[chunk], tw.y0[chunk]
     row_i, col, desc = tw.row_i[chunk], tw.col[chunk], tw.desc[chunk]
     for i in range(model.parent.shape[0]):
-        parent = model.parent[i]
-        link_jets(tw, chunk, i, tw.root if parent < 0 else tw.v_w[chunk, parent])
+        link_jets(tw, chunk, i)
         s = tw.s[chunk, i]
-        for m in range(gamma.shape[0]):
+        for m in range(row_i.shape[1]):
             for c in range(6):
-                row_i[i, m, c] = e[m, c]
-                row_i[i, m, 6 + c] = gamma[m, c]
-                row_i[i, m, 12 + c] = b[m, c]
-                row_i[i, m, 18 + c] = gamma[m, c] - e[m, c]
-                row_i[i, m, 24 + c] = b[m, c]
-                row_i[i, m, 30 + c] = b[m, c]
-                ds = (m + 1) * s[m + 1, c]
-                col[m, c, i] = ds
-                col[m, 6 + c, i] = a[m, c]
-                col[m, 12 + c, i] = (m + 1) * a[m + 1, c]
-                col[m, 18 + c, i] = s[m, c]
-                col[m, 24 + c, i] = ds - a[m, c]
-                col[m, 30 + c, i] = s[m, c]
+                row_i[i, m, c] = (m + 1) * b[m + 1, c] - y0[m, c]
+                row_i[i, m, 6 + c] = b[m, c]
+                col[m, c, i] = s[m, c]
+                col[m, 6 + c, i] = (m + 1) * s[m + 1, c]
+                col[m, 12 + c, i] = (m + 1) * (m + 2) * s[m + 2, c]
                 desc[m, c, i] = (m + 1) * y0[m + 1, c]
                 desc[m, 6 + c, i] = (m + 1) * b[m + 1, c] + y0[m, c]
                 desc[m, 12 + c, i] = b[m, c]
@@ -264,17 +266,18 @@ def scaled_columns(weight, G, first, stop, add, out):
 @jit_inline
 def ancestor_columns(row, col, first, stop, T):
     """First columns T[t, m, j] of d tau_i / d q_j^(t) for the input joints j in
-    first..stop-1, a run of the support of i (row: ``row_i[i]``): T_0 = -row0 . col0,
-    T_1 = row1 . col1, T_2 = row2 . col2, jet products summed six components at a time
-    (the 18, 12 and 6 columns of ``per_link_jets``), the first term of each written."""
+    first..stop-1, a run of the support of i (row: ``row_i[i]`` = (c_i, b_i), col: (s_j,
+    s_j', s_j'')): T_0 = s_j' . c_i + s_j'' . b_i, T_1 = s_j . c_i + 2 s_j' . b_i,
+    T_2 = s_j . b_i, jet products summed six components at a time (``per_link_jets``), the
+    first term of each written."""
     for m in range(T.shape[1]):
         for p in range(m + 1):
             a, B = row[p], col[m - p]
-            for c in range(0, 18, 6):
-                dot6_columns(a, c, -1.0, B, c, first, stop, p > 0 or c > 0, T[0, m])
-            for c in range(18, 30, 6):
-                dot6_columns(a, c, 1.0, B, c, first, stop, p > 0 or c > 18, T[1, m])
-            dot6_columns(a, 30, 1.0, B, 30, first, stop, p > 0, T[2, m])
+            dot6_columns(a, 0, 1.0, B, 6, first, stop, p > 0, T[0, m])
+            dot6_columns(a, 6, 1.0, B, 12, first, stop, True, T[0, m])
+            dot6_columns(a, 0, 1.0, B, 0, first, stop, p > 0, T[1, m])
+            dot6_columns(a, 6, 2.0, B, 6, first, stop, True, T[1, m])
+            dot6_columns(a, 6, 1.0, B, 0, first, stop, p > 0, T[2, m])
 
 
 @jit_inline
@@ -289,19 +292,16 @@ def descendant_columns(s_i, desc, first, stop, T):
 
 
 @jit_inline
-def write_raw_rows(T, coef, i, first, stop, out):
+def write_raw_rows(T, terms, weights, i, first, stop, out):
     """Raw blocks of output joint i from its first columns, for the input joints j in
     first..stop-1 (§8, §7.6; ``cmtm.taylor.write_raw_blocks`` with j innermost):
-    out[l, i, r, j] = sum_s coef[l, r, s] T[s, l-r+s, j]. Blocks whose weights are all
-    zero (r > l + 2) are left as they are: ``out`` is zero-initialised."""
-    for l in range(out.shape[0]):
-        for r in range(out.shape[2]):
-            written = False
-            for s in range(T.shape[0]):
-                weight = coef[l, r, s]
-                if weight != 0.0:
-                    scaled_columns(weight, T[s, l - r + s], first, stop, written, out[l, i, r])
-                    written = True
+    out[l, i, r, j] = sum_s coef[l, r, s] T[s, l-r+s, j] over the nonzero weights
+    (:func:`raw_block_terms`). Blocks whose weights are all zero (r > l + 2) are left as
+    they are: ``out`` is zero-initialised."""
+    for t in range(terms.shape[0]):
+        l, r, s = terms[t, 0], terms[t, 1], terms[t, 2]
+        scaled_columns(weights[t], T[s, l - r + s], first, stop, terms[t, 3] != 0,
+                       out[l, i, r])
 
 
 @jit_kernel
@@ -328,7 +328,15 @@ def torque_jacobian_kernel(model, tw, chunk, claim, last, qhat, out):
     compile of the order-1 torque Jacobian of the Panda, six alternating runs: median 15.4
     -> 14.6 s, Numba's inlining 2.0 -> 0.9 s of it; the same speed (kernel alone, one
     thread, 15 alternating rounds: median ratio 0.99-1.01 on 8- and 32-link chains and the
-    Panda, orders 1 and 2), identical bits."""
+    Panda, orders 1 and 2), identical bits. With the pair formulas on a_j = -s_j' and
+    c_i = b_i' - y0_i (no jet of d/dt I~^C_i s_i) and the raw weights' nonzero terms only
+    (:func:`raw_block_terms`), against 476bc10's module: kernel alone, one thread, 200
+    samples, each in its own process, five alternating rounds (host load ~3 on 2 cores),
+    best us per sample 3.00 -> 2.44 (order 1) and 4.45 -> 3.52 (order 2) on a 3-link chain,
+    6.95 -> 6.05 and 10.85 -> 9.42 on the Panda, 46.1 -> 41.2 and 79.6 -> 68.2 on
+    example-robot-data's human (median ratios per round 1.20, 1.20, 1.03, 1.13, 1.13,
+    1.17); results within 2.9e-15 of the largest entry of the old; cold compile of the kernel
+    alone 8.5-13.4 s against 9.8-12.5 s (four pairs, within the noise)."""
     row_i, col, desc, s, T = tw.row_i[chunk], tw.col[chunk], tw.desc[chunk], tw.s[chunk], \
         tw.T[chunk]
     done = 0
@@ -342,9 +350,10 @@ def torque_jacobian_kernel(model, tw, chunk, claim, last, qhat, out):
                 for u in range(model.run_start[i], model.run_start[i + 1]):
                     j0, j1 = model.runs[u, 0], model.runs[u, 0] + model.runs[u, 1]
                     ancestor_columns(row_i[i], col, j0, j1, T)
-                    write_raw_rows(T, tw.coef, i, j0, j1, blocks)
+                    write_raw_rows(T, tw.terms, tw.weights, i, j0, j1, blocks)
                 descendant_columns(s[i], desc, i + 1, model.subtree_end[i], T)
-                write_raw_rows(T, tw.coef, i, i + 1, model.subtree_end[i], blocks)
+                write_raw_rows(T, tw.terms, tw.weights, i, i + 1, model.subtree_end[i],
+                               blocks)
         done += stop - first
         first, stop = claim_samples(claim, last)
     return done
