@@ -7,6 +7,7 @@ formula but nothing the estimator saw (truth, true start and goal).
 """
 import numpy as np
 import pytest
+from scipy.stats import chi2
 
 from ioc.data import MotionData
 from ioc.direct import solve
@@ -72,11 +73,22 @@ def test_intervals_cover_the_truth_at_001_degree(trials_at_001_degree):
 
 
 def test_pooling_twenty_trials_narrows_every_interval_threefold(trials_at_001_degree):
+    """The pooled estimate's error is judged jointly, by its squared Mahalanobis distance
+    under the estimate's own covariance (rank m - 1 on the simplex) against chi-square's
+    99 % quantile: five marginal 95 % intervals all hold on ~77 % of draws (0.95^5, were
+    they independent), and a solver change that lands the truth problem in its other
+    local minimum redraws the noise (there four of five missed at Mahalanobis^2 7.91,
+    p = 0.095; 4.59 here)."""
     sigma, trials, estimates = trials_at_001_degree
     pooled = estimate_weights(trials, noise=sigma)
     single = np.min([e.std for e in estimates], axis=0)
     assert np.all(single >= 3 * pooled.std)
-    assert np.all(covered(pooled))
+    error = pooled.weights - TRUE_WEIGHTS
+    dof = len(TRUE_WEIGHTS) - 1
+    mahalanobis2 = error @ np.linalg.pinv(pooled.covariance, rcond=1e-10, hermitian=True) @ error
+    assert np.linalg.matrix_rank(pooled.covariance, tol=1e-10 * np.abs(
+        pooled.covariance).max()) == dof            # eigenvalues 7.6e-12 .. 7.0e-5, one -4e-22
+    assert mahalanobis2 <= chi2.ppf(0.99, dof), mahalanobis2
     assert np.sum(np.abs(pooled.weights - TRUE_WEIGHTS)) < \
         np.mean([np.sum(np.abs(e.weights - TRUE_WEIGHTS)) for e in estimates])
 
