@@ -218,8 +218,11 @@ class MotionProblem:
         self._stack_evaluator = self.spline.stack_evaluator(self.quadrature.times, self.K - 1)
         self.chain = SplineChain(self.first, self.basis, self.spline.n_control, nv)
         self.nonlinear = tuple(i for i, term in enumerate(self.terms) if term.kind != "joint")
-        self._linear_bands, self._selector_cache, self._selected_cache = {}, None, None
-        self._gradient_orders = None
+        self._linear_bands, self._selector_cache = {}, None
+        # the joint terms' y = q^(r) of their joints (the entries their selectors pick)
+        self._selected = {i: (term.derivative, np.array(term.joints, dtype=np.int64))
+                          for i, term in enumerate(self.terms) if i not in self.nonlinear}
+        self._gradient_orders = self._stack_gradient_orders()
         self.limit_times = np.linspace(0.0, self.spline.duration, self.samples)
         self.layout = BandLayout(self.spline.n_control, p, nv)
         fixed = self.rest_order + 1 if constraints == "exact" else 0
@@ -382,10 +385,9 @@ class MotionProblem:
             up, lo = np.flatnonzero(np.isfinite(upper)), np.flatnonzero(np.isfinite(lower))
             rows = np.concatenate([up, lo])
             sign = np.concatenate([np.ones(len(up)), -np.ones(len(lo))])
-            A = self.limit_matrix_free()
-            A = A[rows].multiply(sign[:, None]).tocsr() if len(rows) else A[:0]
-            self._limit_constraints = rows, sign, A, np.concatenate([upper[up], -lower[lo]])
             self._signed_limit_rows = self._limit_matrix[rows].multiply(sign[:, None]).tocsr()
+            A = self._signed_limit_rows[:, self.free_slice]
+            self._limit_constraints = rows, sign, A, np.concatenate([upper[up], -lower[lo]])
         return self._limit_constraints
 
     def limit_slacks(self, theta):
@@ -394,10 +396,6 @@ class MotionProblem:
         a sign flips no rounding)."""
         bound = self.limit_constraints()[3]
         return bound - self._signed_limit_rows @ theta.value().ravel()
-
-    def limit_matrix_free(self):
-        """d q(t_c) / d x over the free variables: sparse (n_nodes * nv, n_free)."""
-        return self._limit_matrix[:, self.free_slice]
 
     # --- cost evaluation ---
 
@@ -436,17 +434,17 @@ class MotionProblem:
         costs = np.array([_term_cost(omega, y) for y, _ in values])
         stack_grads = np.zeros(q_stack.shape[:2] + (len(values), q_stack.shape[2]))
         gross_stack = np.zeros(q_stack.shape)               # sum_i w_i |gs_i|
-        selected = self._selected()
+        contiguous = np.ascontiguousarray(q_stack)
         for i, (y, Jy) in enumerate(values):
-            if i in selected:       # a joint term: gs = omega y at the entries it selects
-                r, joints = selected[i]
-                _joint_stack_gradient(np.ascontiguousarray(q_stack), omega, weights[i], r,
-                                      joints, i, stack_grads, gross_stack)
+            if i in self._selected:     # a joint term: gs = omega y at the entries it selects
+                r, joints = self._selected[i]
+                _joint_stack_gradient(contiguous, omega, weights[i], r, joints, i,
+                                      stack_grads, gross_stack)
                 continue
             gs = _stack_gradient(omega, y, Jy)
             stack_grads[:, :gs.shape[1], i] = gs
             gross_stack[:, :gs.shape[1]] += weights[i] * np.abs(gs)
-        nonzero, gross_nonzero = self._stack_gradient_orders()
+        nonzero, gross_nonzero = self._gradient_orders
         grads = np.moveaxis(self.chain.gradient(stack_grads, nonzero=nonzero), 1, 0)
         gradient = np.dot(weights[None], grads.reshape(len(weights), -1)).reshape(
             grads.shape[1:])                # np.tensordot(weights, grads, 1)'s product
@@ -465,7 +463,7 @@ class MotionProblem:
         """(y (N, d), Jy) of every term at the stack: the link and torque terms' from the
         engine (``ioc.optimize.costs.term_values``, Jy (N, d, Kd, nv) over the orders they
         depend on, ``engine_orders``); the joint terms' y the stack entries they select
-        (:meth:`_selected`), Jy their selectors (d, K, nv), the same at every node
+        (``_selected``), Jy their selectors (d, K, nv), the same at every node
         (:meth:`_selectors`)."""
         values = TermValues([None] * len(self.terms))
         if self.nonlinear:
@@ -476,33 +474,22 @@ class MotionProblem:
                 values[i] = value
             values.engine = engine.engine
         for i, S in self._selectors().items():
-            r, joints = self._selected()[i]
+            r, joints = self._selected[i]
             values[i] = q_stack[:, r, joints], S if jacobians else None
         return values
 
     def _stack_gradient_orders(self):
         """Where the stack gradients of :meth:`evaluate` may be nonzero (the ``nonzero``
-        of ``SplineChain.gradient``), kept: (K, n_terms nv) bool, [s, i nv + j] for order s
-        of term i (a joint term's order r alone, the engine orders of the others), and
-        (K, nv) for their weighted sum (the gross gradient's), any term's orders."""
-        if self._gradient_orders is None:
-            nonzero = np.zeros((self.K, len(self.terms), self.model.nv), dtype=np.bool_)
-            for i, term in enumerate(self.terms):
-                if i in self._selected():
-                    nonzero[term.derivative, i] = True
-                else:
-                    nonzero[:self.engine_orders, i] = True
-            self._gradient_orders = nonzero.reshape(self.K, -1), nonzero.any(axis=1)
-        return self._gradient_orders
-
-    def _selected(self):
-        """{term index: (r, joints (d,) int64 array)} of the joint terms: y = q^(r) of
-        those joints (their selectors' entries, :meth:`_selectors`), kept."""
-        if self._selected_cache is None:
-            self._selected_cache = {i: (self.terms[i].derivative,
-                                        np.array(self.terms[i].joints, dtype=np.int64))
-                                    for i in self._selectors()}
-        return self._selected_cache
+        of ``SplineChain.gradient``): (K, n_terms nv) bool, [s, i nv + j] for order s of
+        term i (a joint term's order r alone, the engine orders of the others), and (K, nv)
+        for their weighted sum (the gross gradient's), any term's orders."""
+        nonzero = np.zeros((self.K, len(self.terms), self.model.nv), dtype=np.bool_)
+        for i, term in enumerate(self.terms):
+            if i in self._selected:
+                nonzero[term.derivative, i] = True
+            else:
+                nonzero[:self.engine_orders, i] = True
+        return nonzero.reshape(self.K, -1), nonzero.any(axis=1)
 
     def _selectors(self):
         """{term index: Jy (d, K, nv)} of the joint terms, whose y is a selection of stack
