@@ -201,16 +201,10 @@ def _held_limit_rows(problem, theta, ev):
     limits active at ``theta`` with a positive multiplier (those the optimum presses on)."""
     limits = _Limits(problem, theta)
     active = limits.active(SolverOptions().active_tolerance)
-    nv, n_c = problem.model.nv, problem.spline.n_control
-    if not len(active):
-        return np.zeros((0, n_c * nv))
-    _, mu = kkt_residual(ev.gradient.ravel()[problem.free_slice], limits, active)
-    held = active[mu > 0]
-    node, joint = np.divmod(limits.rows[held], nv)
-    basis = problem.spline.design_matrix(problem.limit_times)[node].toarray()   # (k, n_c)
-    rows = np.zeros((len(held), n_c, nv))
-    rows[np.arange(len(held)), :, joint] = limits.sign[held, None] * basis
-    return rows.reshape(len(held), -1)
+    if len(active):
+        _, mu = kkt_residual(ev.gradient.ravel()[problem.free_slice], limits, active)
+        active = active[mu > 0]
+    return problem.signed_limit_rows()[active].toarray()
 
 
 def _sensitivity_factor(problem, ev, held):

@@ -390,12 +390,18 @@ class MotionProblem:
             self._limit_constraints = rows, sign, A, np.concatenate([upper[up], -lower[lo]])
         return self._limit_constraints
 
+    def signed_limit_rows(self):
+        """sign_k d q_rows[k] / d theta over all control points, sparse (n_rows, n_c nv), of
+        the rows of :meth:`limit_constraints` (whose A is its free columns)."""
+        self.limit_constraints()
+        return self._signed_limit_rows
+
     def limit_slacks(self, theta):
         """b_k = bound_k - sign_k q_rows[k](theta) of :meth:`limit_constraints`, in float64
         (the same bits as from :meth:`limit_values`: one product with the signed rows,
         a sign flips no rounding)."""
         bound = self.limit_constraints()[3]
-        return bound - self._signed_limit_rows @ theta.value().ravel()
+        return bound - self.signed_limit_rows() @ theta.value().ravel()
 
     # --- cost evaluation ---
 
