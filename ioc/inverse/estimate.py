@@ -328,7 +328,16 @@ def maximum_likelihood(trials, starts, *, noise=None, max_iterations=30,
     best of the candidate weight vectors ``starts``; returns an :class:`Estimate` with its
     Fisher uncertainty."""
     bounds = [(t.problem.start.copy(), t.problem.goal.copy()) for t in trials]
-    rss, w, states = _best_start(trials, starts, bounds, options)
+    return _maximize(trials, _best_start(trials, starts, bounds, options), bounds, starts[0],
+                     noise, max_iterations, options, progress, uncertainty)
+
+
+def _maximize(trials, start, bounds, linearized, noise, max_iterations, options, progress,
+              uncertainty):
+    """The iterations of :func:`maximum_likelihood` from ``start`` = (rss, w, per trial
+    (problem, DirectResult)) of :func:`_best_start` at the trials' ``bounds`` (start and
+    goal); ``linearized``: the Estimate's linearized weights."""
+    rss, w, states = start
     thetas = [r.theta for _, r in states]
     Z = _simplex_basis(len(w))
     damping, history, status = 1e-9, [], "max_iterations"
@@ -372,7 +381,7 @@ def maximum_likelihood(trials, starts, *, noise=None, max_iterations=30,
     for t, (problem, _) in zip(trials, states):
         t.problem = problem
     return _with_uncertainty(trials, w, [r for _, r in states], rss, noise, iteration,
-                             status, history, starts[0],
+                             status, history, linearized,
                              max(r.stationarity_rel for _, r in states), uncertainty)
 
 
@@ -631,12 +640,12 @@ def _better_from_a_vertex(trials, fit, noise, max_iterations, progress):
     if m == 1:
         return fit
     bounds = [(t.problem.start.copy(), t.problem.goal.copy()) for t in trials]
-    rss, vertex, _ = _best_start(trials, list(np.eye(m)), bounds, WARM)
-    if rss >= fit.rss:
+    vertex = _best_start(trials, list(np.eye(m)), bounds, WARM)
+    if vertex[0] >= fit.rss:
         return fit
     problems = [t.problem for t in trials]
-    other = maximum_likelihood(trials, [vertex], noise=noise, max_iterations=max_iterations,
-                               progress=progress, uncertainty=False)
+    other = _maximize(trials, vertex, bounds, vertex[1], noise, max_iterations, WARM, progress,
+                      uncertainty=False)
     if other.rss < fit.rss:
         return other
     for t, problem in zip(trials, problems):
