@@ -153,6 +153,20 @@ def python_entry(helper):
     return call
 
 
+def chain_gradient_matrix(chain):
+    """The chain rule of ``SplineChain.gradient`` as scipy's sparse matrix Cg (n_c, N K),
+    Cg[first_m + a, m K + s] = values[m, s, a]: the reference its compiled loop is tested
+    against (the same products, summed in the same order by scipy's CSR product)."""
+    import scipy.sparse
+    N, K, n_local = chain.values.shape
+    rows = chain.first[:, None, None] + np.arange(n_local)[None, None, :]
+    columns = np.arange(N)[:, None, None] * K + np.arange(K)[None, :, None]
+    return scipy.sparse.csr_array(
+        (chain.values.ravel(), (np.broadcast_to(rows, chain.values.shape).ravel(),
+                                np.broadcast_to(columns, chain.values.shape).ravel())),
+        shape=(chain.n_control, N * K))
+
+
 def random_stack(model, n_orders, n_samples=None, seed=0, scale=1.0):
     """A random raw derivative stack (n_samples, n_orders, nv) or (n_orders, nv)."""
     rng = np.random.default_rng(seed)

@@ -4,6 +4,7 @@ import pytest
 
 from scipy.linalg import LinAlgError, cho_solve_banded, cholesky_banded
 
+from conftest import chain_gradient_matrix
 from ioc.banded import (BandedCholesky, BandLayout, SplineChain, add_row_grams, band_matvec,
                         band_to_dense)
 
@@ -165,7 +166,8 @@ def test_add_row_grams_matches_the_dense_sum_of_normalised_outer_products():
 
 def test_spline_chain_gradient_is_the_sparse_product_bit_for_bit_and_skips_only_zeros():
     """SplineChain.gradient (a compiled loop) against scipy's product with its
-    gradient_matrix, and with absolute=True against |gradient_matrix|: equal bit for bit
+    matrix (conftest.chain_gradient_matrix), and with absolute=True against its absolute
+    values: equal bit for bit
     (the same products summed in the same order); ``nonzero`` skipping the orders that are
     zero leaves the bits unchanged, and skipping a nonzero order changes the result (the
     mask is read)."""
@@ -177,10 +179,10 @@ def test_spline_chain_gradient_is_the_sparse_product_bit_for_bit_and_skips_only_
     gs = rng.normal(size=(N, K, 3, nv))
     gs[:, 0, 1] = gs[:, 2:, 2] = 0.0                # term 1 has no order 0, term 2 only 0-1
     flat = gs.reshape(N * K, -1)
-    assert np.array_equal(chain.gradient(gs), (chain.gradient_matrix @ flat).reshape(
+    assert np.array_equal(chain.gradient(gs), (chain_gradient_matrix(chain) @ flat).reshape(
         n_control, 3, nv))
     assert np.array_equal(chain.gradient(gs, absolute=True),
-                          (abs(chain.gradient_matrix) @ flat).reshape(n_control, 3, nv))
+                          (abs(chain_gradient_matrix(chain)) @ flat).reshape(n_control, 3, nv))
     nonzero = np.ones((K, 3, nv), dtype=bool)
     nonzero[0, 1] = nonzero[2:, 2] = False
     assert np.array_equal(chain.gradient(gs, nonzero=nonzero.reshape(K, -1)),

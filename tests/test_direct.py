@@ -11,7 +11,7 @@ from ioc.bspline import DD
 from ioc.costs import NAMED_TERMS
 from ioc.direct import _Limits, solve
 from ioc.problem import MotionProblem
-from conftest import PAPER, CASES
+from conftest import PAPER, CASES, chain_gradient_matrix
 from ioc_synthetic import hanging_on_a_limit
 
 def quintic(s):
@@ -476,7 +476,7 @@ def test_evaluate_equals_the_selector_products_bit_for_bit(chain3):
     """MotionProblem.evaluate writes a joint term's stack gradient omega_m y_m straight to
     the entries it selects and chains the gradients in a compiled loop; the reference is
     the general formula, its selector Jy: gs = (omega y) Jy, chained by scipy's sparse
-    products (gradient_matrix and |gradient_matrix|), the weighted sum by np.tensordot.
+    products (conftest.chain_gradient_matrix and its |.|), the weighted sum by np.tensordot.
     Equal bit for bit, on joint terms (one a subset of non-consecutive joints) around a
     torque term, unequal weights."""
     problem = MotionProblem(chain3, "joint_velocity[joint1,joint3],joint_torque,joint_jerk",
@@ -497,7 +497,7 @@ def test_evaluate_equals_the_selector_products_bit_for_bit(chain3):
         gross_stack[:, :gs.shape[1]] += weights[i] * np.abs(gs)
         if Jy.ndim == 3:
             assert np.array_equal(y, ev.q_stack.reshape(N, -1) @ Jy.reshape(len(Jy), -1).T)
-    C = problem.chain.gradient_matrix
+    C = chain_gradient_matrix(problem.chain)
     grads = np.moveaxis((C @ stack_grads.reshape(N * K, -1)).reshape(-1, 3, nv), 1, 0)
     assert np.array_equal(ev.grads, grads)
     assert np.array_equal(ev.gradient, np.tensordot(weights, grads, axes=1))

@@ -23,9 +23,9 @@ class SplineChain:
     first : (N,) int; values : (N, K, p+1) basis derivatives b^(s)_{first_m+a,p}(t_m)
     (``ClampedBSpline.local_basis``); n_control, nv.
 
-    * gradient: sum_m B_m^T gs_m, i.e. (n_c, X) = Cg (n_c, N K) @ gs (N K, X), the sparse
-      matrix Cg[first_m + a, m K + s] = values[m, s, a] (``gradient_matrix``), in one
-      compiled loop (:func:`_chain_gradient`);
+    * gradient: sum_m B_m^T gs_m, i.e. (n_c, X) = Cg (n_c, N K) @ gs (N K, X) with the
+      sparse Cg[first_m + a, m K + s] = values[m, s, a], in one compiled loop
+      (:func:`_chain_gradient`);
     * Hessian: sum_m B_m^T G_m B_m for stack Hessians G_m over the first Kc orders. Its block
       between control points i and i + delta (0 <= delta <= p, nv x nv) is
       sum_m sum_{s,t} values[m, s, i - first_m] values[m, t, i + delta - first_m]
@@ -43,14 +43,8 @@ class SplineChain:
         self.values = np.ascontiguousarray(values, dtype=np.float64)
         self._abs_values = np.abs(self.values)
         self.n_control, self.nv = n_control, nv
-        N, K, n_local = self.values.shape
+        N, _, n_local = self.values.shape
         self.layout = BandLayout(n_control, n_local - 1, nv)
-        rows = self.first[:, None, None] + np.arange(n_local)[None, None, :]
-        columns = (np.arange(N)[:, None, None] * K + np.arange(K)[None, :, None])
-        self.gradient_matrix = sparse.csr_array(
-            (self.values.ravel(), (np.broadcast_to(rows, self.values.shape).ravel(),
-                                   np.broadcast_to(columns, self.values.shape).ravel())),
-            shape=(n_control, N * K))
         self.span_first, self._span, counts = np.unique(self.first, return_inverse=True,
                                                         return_counts=True)
         order = np.argsort(self._span, kind="stable")
@@ -73,7 +67,7 @@ class SplineChain:
         ``absolute``, sum_m |B_m|^T gs_m (the gross sums of a gradient's rounding scale).
         ``nonzero`` (K, X) bool, X the entries of gs_m per order (default all True): where
         gs may be nonzero; the products of the others are skipped. The same bits as
-        ``gradient_matrix @ gs``: each entry sums the same products in the same order (the
+        scipy's CSR product Cg @ gs: each entry sums the same products in the same order (the
         matrix's columns m K + s ascending), the skipped ones being zeros, which leave a sum
         that starts at +0 unchanged. Without scipy's handling of the product, and skipping
         the joint terms' zero orders (measured 2026-12-03, 2 shared cores, case (a) of
