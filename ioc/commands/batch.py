@@ -625,9 +625,10 @@ def quiet_resource_tracker():
     stopped batch process on the same stderr and unlinks what that process left; after a
     SIGTERM it once found a semaphore still registered though already unlinked (one CI
     run; not reproduced in 14 runs here; the stop probably landed inside the semaphore's
-    finalizer), and its report followed the stop's one line. The tracker takes its warning filters from this process's ``sys.warnoptions``
-    as it is started (``multiprocessing.util._args_from_interpreter_flags``); the filter
-    matches only warnings whose text starts with "resource_tracker"."""
+    finalizer), and its report followed the stop's one line. The tracker takes its warning
+    filters from this process's ``sys.warnoptions`` as it is started
+    (``multiprocessing.util._args_from_interpreter_flags``); the filter matches only
+    warnings whose text starts with "resource_tracker"."""
     if TRACKER_WARNINGS not in sys.warnoptions:
         sys.warnoptions.append(TRACKER_WARNINGS)
 

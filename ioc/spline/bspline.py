@@ -561,7 +561,7 @@ def _derivative_values(hi, lo, scale_hi, scale_lo, c_hi, c_lo, out):
         for i in range(n):
             for j in range(nv):
                 d_hi, d_lo = _add_parts(c_hi[i + 1, j], c_lo[i + 1, j], -c_hi[i, j],
-                                          -c_lo[i, j])
+                                        -c_lo[i, j])
                 c_hi[i, j], c_lo[i, j] = _mul_parts(d_hi, d_lo, scale_hi[l, i], scale_lo[l, i])
                 out[row + i, j] = c_hi[i, j] + c_lo[i, j]
         row += n
