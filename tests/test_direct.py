@@ -188,10 +188,10 @@ def test_limits_held_on_an_indefinite_hessian_match_slsqp_and_kkt(two_link):
     """The same optimum as scipy's SLSQP (an independent active-set SQP) on the free
     control points under the same linear limit rows, started at the problem's initial
     motion: costs to 1e-9 relative (plus what SLSQP's constraint violation allows it to
-    undercut) and control points to 5e-6 rad (SLSQP's quasi-Newton
-    Hessian stops it early along flat directions, its constraints met to its rounding;
-    observed 2.6e-11 and 3.8e-9 rad with two BLAS threads, 1.8e-11 and 5.6e-7 rad with
-    one, where it ends on status 8); KKT: relative stationarity <= 1e-12 (observed 9.7e-16) with every
+    undercut) and control points to 5e-6 rad (SLSQP's quasi-Newton Hessian stops it early
+    along flat directions, its constraints met to its rounding; observed 2.6e-11 and
+    3.8e-9 rad with two BLAS threads, 1.8e-11 and 5.6e-7 rad with one, where it ends on
+    status 8); KKT: relative stationarity <= 1e-12 (observed 9.7e-16) with every
     multiplier > 0 (nine limit nodes active)."""
     from scipy.optimize import minimize
     problem, weights = hanging_on_a_limit(two_link)
