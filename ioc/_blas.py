@@ -17,16 +17,12 @@ _depth = threading.local()
 
 
 @functools.cache
-def _controller():
-    """The process's ThreadpoolController (the BLAS libraries loaded by then: numpy's and
-    scipy's, which ioc imports)."""
-    return ThreadpoolController()
-
-
 def _blas_libraries():
-    """The BLAS libraries' controllers (threadpoolctl's LibController objects) of
-    :func:`_controller`."""
-    return [lib for lib in _controller().lib_controllers if lib.user_api == "blas"]
+    """The BLAS libraries' controllers (threadpoolctl's LibController objects) of one
+    ThreadpoolController made at the first call (the libraries loaded by then: numpy's and
+    scipy's, which ioc imports), kept."""
+    return tuple(lib for lib in ThreadpoolController().lib_controllers
+                 if lib.user_api == "blas")
 
 
 def single_threaded_blas(function):
