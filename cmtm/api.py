@@ -335,16 +335,49 @@ def _torque_jacobian(model, stack, k):
     world-frame jets of Lemma 6 (``cmtm.torque_jacobian``)."""
     n_samples, nv = stack.shape[0], stack.shape[2]
     if k == 0:
-        J = np.empty((n_samples, nv, 3, nv))
-        run_flagging_finite("joint_torque", model, torque_derivatives_kernel,
-                            "torque_derivatives", (), torque_derivatives_workspace, n_samples,
-                            stack, J)
-        return J[:, None]
+        return _torque_derivatives_pass(model, stack, False, True)[1]
     J = np.zeros((n_samples, k + 1, nv, k + 3, nv))
     run_on_threads(model, torque_jacobian_kernel, "torque_jacobian", (k,),
                    lambda kmodel, slots: torque_workspace(kmodel, k, slots),
                    n_samples, taylor_from_raw(stack[:, :k + 3]), J)
     return check_finite("joint_torque", J)
+
+
+def torques_and_jacobian(model, q_stack, *, values=True, jacobian=True):
+    """The order-0 joint torques tau (n_samples, 1, nv) with gravity and, from the same
+    pass, their Jacobian d tau / d(q, q', q'') (n_samples, 1, nv, 3, nv), the layout of
+    :func:`jacobians`: (tau, J), either None if not asked for (``values``, ``jacobian``).
+
+    For solvers that need both, or the torques of the points where they read both: the
+    world-frame kernel of the order-0 torque Jacobian (``cmtm.rnea_derivatives``) writes
+    tau = s . F from the recursions it runs anyway, and its torques are the same bits
+    with or without the Jacobian. They differ from :func:`inverse_dynamics`' and
+    :func:`motion`'s by rounding (other recursions: world frame, moments about the world
+    origin). q_stack needs 3 orders; the sample axis is dropped for a single instant.
+    """
+    model = check_model(model)
+    values = check_flag("values", values)
+    jacobian = check_flag("jacobian", jacobian)
+    stack, single = check_stack(model, q_stack, 3)
+    nv = stack.shape[2]
+    reserve("torques_and_jacobian", stack.shape[0], 8 * nv * (values + 3 * nv * jacobian),
+            SAMPLES_SPLIT)
+    tau, J = _torque_derivatives_pass(model, stack, values, jacobian)
+    return tuple(None if x is None else x[0] if single else x for x in (tau, J))
+
+
+def _torque_derivatives_pass(model, stack, values, jacobian):
+    """(tau (n_samples, 1, nv) or None, J (n_samples, 1, nv, 3, nv) or None) of a
+    validated stack, by the order-0 torque derivatives kernel (one call; the cost per
+    sample is kept apart for the torques alone, which skip the blocks)."""
+    n_samples, nv = stack.shape[0], stack.shape[2]
+    tau = np.empty((n_samples if values else 0, nv))
+    J = np.empty((n_samples if jacobian else 0, nv, 3, nv))
+    run_flagging_finite("joint_torque", model, torque_derivatives_kernel,
+                        "torque_derivatives", (jacobian,), torque_derivatives_workspace,
+                        n_samples, stack, tau, J)
+    return (check_finite("tau", tau)[:, None] if values else None,
+            J[:, None] if jacobian else None)
 
 
 def _velocity_jacobian(model, stack, k):

@@ -38,6 +38,38 @@ def models(panda, tree12):
 
 
 @pytest.mark.parametrize("name", ["panda", "tree12", "prismatic_tree", "floating_chain"])
+def test_torques_and_jacobian_from_one_pass(models, name):
+    """cmtm.api.torques_and_jacobian: the torques against cmtm.inverse_dynamics (the RNEA
+    kernel, other recursions: 1e-12 relative to the largest, seen ~1e-16), the same bits
+    alone as with the Jacobian, and the Jacobian that of cmtm.jacobian bit for bit (the
+    same kernel); a single instant drops the sample axis."""
+    model = models[name]
+    q_stack = random_stack(model, 3, n_samples=5, seed=11)
+    tau, J = api.torques_and_jacobian(model, q_stack)
+    assert relative_error(tau, cmtm.inverse_dynamics(model, q_stack)) < 1e-12
+    alone, none = api.torques_and_jacobian(model, q_stack, jacobian=False)
+    assert none is None and np.array_equal(alone, tau)
+    assert api.torques_and_jacobian(model, q_stack, values=False)[0] is None
+    np.testing.assert_array_equal(J, cmtm.jacobian(model, q_stack, "joint_torque", order=0))
+    one = api.torques_and_jacobian(model, q_stack[2])
+    np.testing.assert_array_equal(one[0], tau[2])
+    np.testing.assert_array_equal(one[1], J[2])
+
+
+def test_torques_and_jacobian_check_their_inputs(models):
+    model = models["panda"]
+    q_stack = random_stack(model, 3, n_samples=2, seed=12)
+    with pytest.raises(ValueError, match="at least 3 derivative orders"):
+        api.torques_and_jacobian(model, q_stack[:, :2])
+    with pytest.raises(ValueError, match="values: expected True or False"):
+        api.torques_and_jacobian(model, q_stack, values=1)
+    with pytest.raises(ValueError, match="model: expected a CompiledTree"):
+        api.torques_and_jacobian(None, q_stack)
+    with pytest.raises(ValueError, match="q_stack: expected finite values"):
+        api.torques_and_jacobian(model, np.full_like(q_stack, np.nan))
+
+
+@pytest.mark.parametrize("name", ["panda", "tree12", "prismatic_tree", "floating_chain"])
 def test_matches_lemma6_jet_kernel(models, name):
     """d tau / d(q, q', q'') of the order-0 kernel = the k = 0 rows of the Lemma 6 jet
     kernel: 1e-12 relative to the largest entry (seen ~1e-15)."""
@@ -61,8 +93,9 @@ def test_entries_off_the_branches_are_written_zero(models):
     out = np.full((2, model.nv, 3, model.nv), np.nan)
     kernel = api.kernel_model_of(model)
     finite = np.zeros(2, dtype=np.bool_)
+    tau = np.full((2, model.nv), np.nan)
     torque_derivatives_kernel(kernel, torque_derivatives_workspace(kernel, 1), 0, claim_all(2),
-                              2, q_stack, out, finite)
+                              2, q_stack, tau, out, finite)
     assert finite.all()
     expected = lemma6_order0(model, q_stack)
     assert np.isfinite(out).all()
@@ -73,6 +106,7 @@ def test_entries_off_the_branches_are_written_zero(models):
     assert (~related).any()
     assert (out[:, ~related[:, None, :].repeat(3, axis=1)] == 0.0).all()
     assert relative_error(out, expected) < 1e-12
+    assert relative_error(tau, cmtm.inverse_dynamics(model, q_stack)[:, 0]) < 1e-12
 
 
 def test_identical_bit_for_bit_for_any_thread_count(models, split_every_call):
@@ -92,7 +126,7 @@ def test_workspace_reused_across_calls(models):
     q_stack = random_stack(model, 3, n_samples=4, seed=3)
     cmtm.jacobian(model, q_stack, "joint_torque", order=0)
     kernel = api.kernel_model_of(model)
-    first = api.workspace(kernel, "torque_derivatives", (0,), lambda: None)
+    first = api.workspace(kernel, "torque_derivatives", (0, True), lambda: None)
     cmtm.jacobian(model, q_stack, "joint_torque", order=0)
     assert first is not None
-    assert api.workspace(kernel, "torque_derivatives", (0,), lambda: None) is first
+    assert api.workspace(kernel, "torque_derivatives", (0, True), lambda: None) is first
