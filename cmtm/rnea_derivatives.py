@@ -433,13 +433,16 @@ s_j . c_i + 2 s'_j . b_i, is at most 6 M^2 + 2 x 6 M^2 = 1.8e301 < 1.8e308 in ma
 
 @jit_leaf
 def all_within(x, bound):
-    """Whether every entry of the 3-D array x is at most ``bound`` in magnitude (False for
-    NaN)."""
+    """Whether every entry of the C-contiguous 3-D array x is at most ``bound`` in
+    magnitude (False for NaN), over its entries as one flat run (unsigned index,
+    :func:`cmtm._jit.index_range`). Against three nested loops over the axes, kernel alone,
+    one thread, 200 samples: the Panda's order-0 torque Jacobian 1.99 -> 1.80 us per
+    sample (the check 0.28 -> ~0.09 of it), a 3-link chain's 0.77 either way; the same
+    flags."""
+    flat = x.reshape(x.size)
     within = True
-    for a in range(x.shape[0]):
-        for b in range(x.shape[1]):
-            for t in range(x.shape[2]):
-                within &= abs(x[a, b, t]) <= bound
+    for t in index_range(0, flat.shape[0]):
+        within &= abs(flat[t]) <= bound
     return within
 
 
