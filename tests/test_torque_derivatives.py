@@ -24,7 +24,8 @@ def lemma6_order0(model, q_stack):
     kernel, n_samples, nv = api.kernel_model_of(model), q_stack.shape[0], model.nv
     out = np.zeros((n_samples, 1, nv, 3, nv))
     torque_jacobian_kernel(kernel, torque_workspace(kernel, 0, 1), 0, claim_all(n_samples),
-                           n_samples, taylor_from_raw(q_stack[:, :3]), out)
+                           n_samples, taylor_from_raw(q_stack[:, :3]),
+                           np.empty((0, 1, nv)), out)
     return out[:, 0]
 
 
@@ -37,21 +38,22 @@ def models(panda, tree12):
             "floating_chain": kt.compile_tree(kt.serial_chain(3), floating_base="xyz_zyx")}
 
 
+@pytest.mark.parametrize("order", [0, 1, 2])
 @pytest.mark.parametrize("name", ["panda", "tree12", "prismatic_tree", "floating_chain"])
-def test_torques_and_jacobian_from_one_pass(models, name):
-    """cmtm.api.torques_and_jacobian: the torques against cmtm.inverse_dynamics (the RNEA
-    kernel, other recursions: 1e-12 relative to the largest, seen ~1e-16), the same bits
-    alone as with the Jacobian, and the Jacobian that of cmtm.jacobian bit for bit (the
-    same kernel); a single instant drops the sample axis."""
+def test_torques_and_jacobian_from_one_pass(models, name, order):
+    """cmtm.api.torques_and_jacobian: the torques against cmtm.motion's (other recursions,
+    the comprehensive passes on CMTMs: 1e-12 relative to the largest, seen ~1e-15), the
+    same bits alone as with the Jacobian, and the Jacobian that of cmtm.jacobian bit for
+    bit (the same kernel); a single instant drops the sample axis."""
     model = models[name]
-    q_stack = random_stack(model, 3, n_samples=5, seed=11)
-    tau, J = api.torques_and_jacobian(model, q_stack)
-    assert relative_error(tau, cmtm.inverse_dynamics(model, q_stack)) < 1e-12
-    alone, none = api.torques_and_jacobian(model, q_stack, jacobian=False)
+    q_stack = random_stack(model, order + 3, n_samples=5, seed=11)
+    tau, J = api.torques_and_jacobian(model, q_stack, order)
+    assert relative_error(tau, cmtm.motion(model, q_stack, order).tau) < 1e-12
+    alone, none = api.torques_and_jacobian(model, q_stack, order, jacobian=False)
     assert none is None and np.array_equal(alone, tau)
-    assert api.torques_and_jacobian(model, q_stack, values=False)[0] is None
-    np.testing.assert_array_equal(J, cmtm.jacobian(model, q_stack, "joint_torque", order=0))
-    one = api.torques_and_jacobian(model, q_stack[2])
+    assert api.torques_and_jacobian(model, q_stack, order, values=False)[0] is None
+    np.testing.assert_array_equal(J, cmtm.jacobian(model, q_stack, "joint_torque", order))
+    one = api.torques_and_jacobian(model, q_stack[2], order)
     np.testing.assert_array_equal(one[0], tau[2])
     np.testing.assert_array_equal(one[1], J[2])
 
@@ -61,6 +63,10 @@ def test_torques_and_jacobian_check_their_inputs(models):
     q_stack = random_stack(model, 3, n_samples=2, seed=12)
     with pytest.raises(ValueError, match="at least 3 derivative orders"):
         api.torques_and_jacobian(model, q_stack[:, :2])
+    with pytest.raises(ValueError, match="at least 4 derivative orders"):
+        api.torques_and_jacobian(model, q_stack, 1)
+    with pytest.raises(ValueError, match="order: expected a non-negative integer"):
+        api.torques_and_jacobian(model, q_stack, -1)
     with pytest.raises(ValueError, match="values: expected True or False"):
         api.torques_and_jacobian(model, q_stack, values=1)
     with pytest.raises(ValueError, match="model: expected a CompiledTree"):

@@ -55,7 +55,6 @@ from dataclasses import dataclass
 import numpy as np
 
 import cmtm
-from cmtm.api import motion_torques
 from kinematic_trees import floating_base_joints
 
 STACKS = {"joint_velocity": ("joint", 1), "link_velocity": ("link", 0),
@@ -302,7 +301,7 @@ def term_values(model, terms, q_stack, jacobians=True, source="structured", valu
     q_stack : (N, K, nv) float64 raw derivatives, K = stack_orders(terms).
     One call of ``cmtm.motion`` and one of ``cmtm.jacobians`` serve all link and torque
     terms together (gravity-free link twists, torques with gravity: cmtm_math §3.3), or
-    for torque terms alone at order 0 one call of ``cmtm.api.torques_and_jacobian``
+    for torque terms alone one call of ``cmtm.api.torques_and_jacobian``
     (:func:`_one_torque_pass`); one of ``cmtm.point_motion`` and one of
     ``cmtm.point_jacobian`` all point terms.
     """
@@ -316,14 +315,13 @@ def term_values(model, terms, q_stack, jacobians=True, source="structured", valu
         if _one_torque_pass(quantities, k):
             structured = jacobians and source == "structured"
             if values or structured:
-                tau, J_tau = cmtm.api.torques_and_jacobian(model, engine_stack, values=values,
-                                                           jacobian=structured)
+                tau, J_tau = cmtm.api.torques_and_jacobian(model, engine_stack, k,
+                                                           values=values, jacobian=structured)
                 motion = None if tau is None else _Torques(tau)
                 J = None if J_tau is None else {"joint_torque": J_tau}
         elif values:
-            motion = _Torques(motion_torques(model, engine_stack, order=k)) \
-                if quantities == ("joint_torque",) else \
-                cmtm.motion(model, engine_stack, order=k, dynamics=with_torque, world=False)
+            motion = cmtm.motion(model, engine_stack, order=k, dynamics=with_torque,
+                                 world=False)
         if jacobians and J is None:
             J = JACOBIAN_SOURCES[source](model, engine_stack, quantities, order=k)
     points = _point_values(model, terms, q_stack, jacobians, source, values)
@@ -340,30 +338,29 @@ def term_values(model, terms, q_stack, jacobians=True, source="structured", valu
 
 def _one_torque_pass(quantities, k):
     """Whether the torque terms' values come from the kernel of their Jacobian
-    (``cmtm.api.torques_and_jacobian``): torque terms alone (no link term) at order 0. One
-    engine pass instead of two where both are wanted (:meth:`MotionProblem.evaluate`), and
-    the same kernel for the values alone (``MotionProblem.cost``, the line search): the
+    (``cmtm.api.torques_and_jacobian``): torque terms alone (no link term). One engine
+    pass instead of two where both are wanted (:meth:`MotionProblem.evaluate`), and the
+    same kernel for the values alone (``MotionProblem.cost``, the line search): the
     torques are the same bits either way, so the costs that the line search compares are
-    computed alike. Case (b)'s 200 samples, one thread: values and Jacobian 321 -> 168 us
-    a call, values alone 144 -> 92 us.
+    computed alike. 200 samples, one thread, values and Jacobian / values alone: case (b)
+    (order 0) 321 -> 168 us / 144 -> 86 us a call, case (c) (order 1) 600 -> 415 us /
+    211 -> 182 us.
 
     Its torques (world frame, moments about the world origin) differ from the motion
-    kernel's by rounding: the solver's iterations on bench_peers' cases b, panda and the
-    human, and on tests/test_floating_base.py's floating human, are unchanged, their final
-    costs within 2.2e-16 relative. Not ``cmtm.inverse_dynamics``' recursive Newton-Euler
-    kernel, whose rounding (~3e-16 from the motion kernel's) turned that floating human
-    from converged in 5 iterations to stalled at stationarity 2.5e-2 (a nearly singular
-    Newton system)."""
-    return quantities == ("joint_torque",) and k == 0
+    kernel's by rounding (~1e-15 relative), and so do the solver's paths on bench_peers'
+    cases b, c, panda and human (intermediate costs by up to 1e-7 relative, on
+    ill-conditioned Newton systems), not their iteration counts, nor the floating human's
+    of tests/test_floating_base.py; their final costs agree within 5e-16 relative. Not
+    ``cmtm.inverse_dynamics``' recursive Newton-Euler kernel at order 0, whose rounding
+    (~3e-16 from the motion kernel's) turned that floating human from converged in 5
+    iterations to stalled at stationarity 2.5e-2 (a nearly singular Newton system)."""
+    return quantities == ("joint_torque",)
 
 
 @dataclass(frozen=True)
 class _Torques:
-    """What torque terms read of ``cmtm.motion``'s result, when no link term needs the
-    rest: at order 0 from ``cmtm.api.torques_and_jacobian`` (:func:`_one_torque_pass`),
-    above from ``cmtm.api.motion_torques``, the motion kernel with the torques alone
-    written, equal bit for bit (case (c)'s 200 samples, order 1: 0.64 -> 0.34 ms a
-    call)."""
+    """What torque terms read of ``cmtm.motion``'s result (``tau``), when no link term
+    needs the rest (:func:`_one_torque_pass`)."""
     tau: np.ndarray
 
 
