@@ -284,9 +284,8 @@ def forward_pass(model, ws, chunk, q, qd, qdd, rates):
             v[r] += s[r] * qd[i]                        # v = v_p + s q'
         composite_inertia_to_parent_add(w_R, w_p, model.mass[i], ws.first_moment[i],
                                         ws.rotational_inertia[i], m, mc, I_O)  # A^{-T} I A^{-1}
-        if rates:
+        if rates:                                       # I' = v x^* I - I v x
             inertia_rate_add(v, m[0], mc, I_O, ws.w_dmc[chunk, i], ws.w_dIO[chunk, i])
-            # I' = v x^* I - I v x
         h, f = ws.w_h[chunk, i], ws.w_F[chunk, i]
         inertia_add(m[0], mc, I_O, v, 1.0, h)           # h = I v
         inertia_add(m[0], mc, I_O, alpha, 1.0, f)       # f = I alpha + v x^* h

@@ -2,9 +2,11 @@
 kernel at k = 0 (cmtm/torque_jacobian.py, which the API runs for k >= 1: other pair
 formulas on Taylor jets, sharing only the world pose, screw and inertia leaves), on trees
 with branches, prismatic joints and a floating base; its zeros off the branches; its
-threads and its workspace. Agreement with Pinocchio's computeRNEADerivatives, the naive
-oracle and finite differences is tested in test_jacobians.py and test_oracle.py through
-cmtm.jacobian, which runs this kernel at order 0.
+threads and its workspace; the torques that it and the Lemma 6 kernel write with their
+Jacobians (cmtm.api.torques_and_jacobian). Agreement with Pinocchio's
+computeRNEADerivatives, the naive oracle and finite differences is tested in
+test_jacobians.py and test_oracle.py through cmtm.jacobian, which runs this kernel at
+order 0.
 """
 import numba
 import numpy as np

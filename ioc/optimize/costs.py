@@ -267,7 +267,7 @@ def engine_units(terms):
     point kernel's for point terms."""
     k = engine_order(terms)
     quantities = engine_quantities(terms)
-    values = [] if k is None or _one_torque_pass(quantities, k) else ["motion"]
+    values = [] if k is None or _one_torque_pass(quantities) else ["motion"]
     units = [] if k is None else \
         [*values, *cmtm.compile_cache.jacobian_units(quantities, k)]
     return units + (["point motion"] if point_order(terms) is not None else [])
@@ -312,7 +312,7 @@ def term_values(model, terms, q_stack, jacobians=True, source="structured", valu
         quantities = engine_quantities(terms)
         with_torque = "joint_torque" in quantities
         engine_stack = _padded(q_stack, k + (3 if with_torque else 2))
-        if _one_torque_pass(quantities, k):
+        if _one_torque_pass(quantities):
             structured = jacobians and source == "structured"
             if values or structured:
                 tau, J_tau = cmtm.api.torques_and_jacobian(model, engine_stack, k,
@@ -336,7 +336,7 @@ def term_values(model, terms, q_stack, jacobians=True, source="structured", valu
     return out
 
 
-def _one_torque_pass(quantities, k):
+def _one_torque_pass(quantities):
     """Whether the torque terms' values come from the kernel of their Jacobian
     (``cmtm.api.torques_and_jacobian``): torque terms alone (no link term). One engine
     pass instead of two where both are wanted (:meth:`MotionProblem.evaluate`), and the
@@ -347,13 +347,16 @@ def _one_torque_pass(quantities, k):
     211 -> 182 us.
 
     Its torques (world frame, moments about the world origin) differ from the motion
-    kernel's by rounding (~1e-15 relative), and so do the solver's paths on bench_peers'
-    cases b, c, panda and human (intermediate costs by up to 1e-7 relative, on
-    ill-conditioned Newton systems), not their iteration counts, nor the floating human's
-    of tests/test_floating_base.py; their final costs agree within 5e-16 relative. Not
-    ``cmtm.inverse_dynamics``' recursive Newton-Euler kernel at order 0, whose rounding
-    (~3e-16 from the motion kernel's) turned that floating human from converged in 5
-    iterations to stalled at stationarity 2.5e-2 (a nearly singular Newton system)."""
+    kernel's by rounding (at most 6e-16 of the largest at order 0, 1.3e-15 at order 1:
+    200 random samples of a 3-link chain, the Panda and the floating human), and so do
+    the solver's paths on bench_peers' cases b, c, panda and human (intermediate costs by
+    up to 1e-7 relative, on ill-conditioned Newton systems), not their iteration counts,
+    nor the floating human's of tests/test_floating_base.py (5); their final costs agree
+    within 5e-16 relative (case c's last step is halved once by the line search, at
+    stationarity 1e-12). Not ``cmtm.inverse_dynamics``' recursive Newton-Euler kernel at
+    order 0, whose rounding (~3e-16 from the motion kernel's) turned that floating human
+    from converged in 5 iterations to stalled at stationarity 2.5e-2 (a nearly singular
+    Newton system)."""
     return quantities == ("joint_torque",)
 
 
