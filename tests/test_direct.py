@@ -472,6 +472,24 @@ def test_limit_slacks_are_bounds_minus_the_spline_positions_at_the_limit_nodes(c
     assert np.array_equal(slacks, bound - sign * problem.limit_values(theta)[rows])
 
 
+@pytest.mark.parametrize("rest_order", [0, 2])
+def test_signed_limits_of_a_step_are_the_sparse_product_bit_for_bit(chain3, rest_order):
+    """MotionProblem.signed_limits_of (the active-set steps' A dx, from the bases at the
+    limit nodes) equals scipy's product A @ dx with the sparse free columns bit for bit,
+    for a step on the free rows (the fixed rows' columns left out) and for all control
+    points against signed_limit_rows(); limits on some joints only, random values."""
+    problem = MotionProblem(chain3, "joint_jerk", duration=2.0, samples=30, degree=5,
+                            control_points=12, start=0.4, goal=-0.3, rest_order=rest_order,
+                            limits=([-1.0, -np.inf, -2.0], [1.5, 2.0, np.inf]))
+    _, _, A, _ = problem.limit_constraints()
+    rng = np.random.default_rng(rest_order)
+    dx = rng.normal(size=A.shape[1])
+    assert np.array_equal(problem.signed_limits_of(dx.reshape(-1, 3), problem.free_rows[0]),
+                          A @ dx)
+    x = rng.normal(size=(problem.spline.n_control, 3))
+    assert np.array_equal(problem.signed_limits_of(x), problem.signed_limit_rows() @ x.ravel())
+
+
 def test_evaluate_equals_the_selector_products_bit_for_bit(chain3):
     """MotionProblem.evaluate writes a joint term's stack gradient omega_m y_m straight to
     the entries it selects and chains the gradients in a compiled loop; the reference is

@@ -186,6 +186,13 @@ class _Limits:
         self.b = problem.limit_slacks(theta)
         self.nv = problem.model.nv
         self.times = problem.limit_times
+        self._problem = problem
+
+    def of_step(self, dx):
+        """A dx for a step dx (n_free,) (``MotionProblem.signed_limits_of``: the sparse
+        product's bits)."""
+        return self._problem.signed_limits_of(dx.reshape(-1, self.nv),
+                                              self._problem.free_rows[0])
 
     def active(self, tolerance):
         return np.flatnonzero(self.b <= tolerance)
@@ -300,8 +307,8 @@ def active_set_step(chol, band, g, limits, working, tolerance, max_iterations=20
             continue
         alpha, blocking = 1.0, None
         if limits.A.shape[0]:
-            Ap = limits.A @ p
-            slack = limits.b - limits.A @ d if inner else limits.b     # d = 0 at first
+            Ap = limits.of_step(p)
+            slack = limits.b - limits.of_step(d) if inner else limits.b     # d = 0 at first
             candidates = np.zeros(0, dtype=np.intp) if np.all(Ap <= slack) \
                 else np.flatnonzero(Ap > 1e-300)        # all ratios >= 1: none blocks
             if W:
@@ -538,7 +545,7 @@ def _extrapolate(problem, theta, w, step, candidate, cost, limits, max_alpha=16.
     """Double an accepted full step while the cost falls and the limits hold."""
     alpha = 1.0
     if limits.A.shape[0]:
-        Ap = limits.A @ step
+        Ap = limits.of_step(step)
         positive = Ap > 0
         if np.any(positive):
             max_alpha = min(max_alpha, float(np.min(limits.b[positive] / Ap[positive])))
