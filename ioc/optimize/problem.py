@@ -468,11 +468,11 @@ class MotionProblem:
             gs = _stack_gradient(omega, y, Jy)
             stack_grads[:, :gs.shape[1], i] = gs
             gross_stack[:, :gs.shape[1]] += weights[i] * np.abs(gs)
-        nonzero, gross_nonzero = self._gradient_orders
-        grads = np.moveaxis(self.chain.gradient(stack_grads, nonzero=nonzero), 1, 0)
+        orders = self._gradient_orders
+        grads = self.chain.gradient(stack_grads, orders=orders).transpose(1, 0, 2)
         gradient = np.dot(weights[None], grads.reshape(len(weights), -1)).reshape(
             grads.shape[1:])                # np.tensordot(weights, grads, 1)'s product
-        gross = self.chain.gradient(gross_stack, absolute=True, nonzero=gross_nonzero)
+        gross = self.chain.gradient(gross_stack, absolute=True, orders=orders)
         penalty_cost = 0.0
         if self.constraints == "penalty":
             penalty_cost = self._add_penalties(theta, weights, gradient, [])
@@ -503,17 +503,17 @@ class MotionProblem:
         return values
 
     def _stack_gradient_orders(self):
-        """Where the stack gradients of :meth:`evaluate` may be nonzero (the ``nonzero``
-        of ``SplineChain.gradient``): (K, n_terms nv) bool, [s, i nv + j] for order s of
-        term i (a joint term's order r alone, the engine orders of the others), and (K, nv)
-        for their weighted sum (the gross gradient's), any term's orders."""
-        nonzero = np.zeros((self.K, len(self.terms), self.model.nv), dtype=np.bool_)
+        """The orders where the stack gradients of :meth:`evaluate` may be nonzero (the
+        ``orders`` of ``SplineChain.gradient``), (K,) bool: the joint terms' orders r and
+        the engine orders of the others; their weighted sum (the gross gradient's) has the
+        same."""
+        orders = np.zeros(self.K, dtype=np.bool_)
         for i, term in enumerate(self.terms):
             if i in self._selected:
-                nonzero[term.derivative, i] = True
+                orders[term.derivative] = True
             else:
-                nonzero[:self.engine_orders, i] = True
-        return nonzero.reshape(self.K, -1), nonzero.any(axis=1)
+                orders[:self.engine_orders] = True
+        return orders
 
     def _selectors(self):
         """{term index: Jy (d, K, nv)} of the joint terms, whose y is a selection of stack
