@@ -821,7 +821,7 @@ def _signed_limit_products(node, joint, sign, first, basis, x, first_row, q, out
     that order) bit for bit but for the sign of a zero (a product sign_k (basis x) is
     exact, a sum of negated terms the negated sum, and a zero term leaves a sum
     unchanged). Unsigned indices (``index_range``) spare the loads the checks of negative
-    ones: 4.3 -> 3.5 us on bench_peers' case (b)."""
+    ones: 4.5 -> 3.5 us on bench_peers' case (b), scipy's product 5.1 us."""
     n_local = basis.shape[1]
     for c in range(first.size):
         start = first[c] - first_row

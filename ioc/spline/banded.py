@@ -141,7 +141,8 @@ class SplineChain:
 def _chain_gradient(first, values, gs, orders, out):
     """out[first_m + a, x] += values[m, s, a] gs[m, s, x] over the samples m and the orders
     s where orders[s], in that order (:meth:`SplineChain.gradient`); out (n_c, X) zeros,
-    gs (N, K, X). Unsigned indices (``index_range``): the inner loop over x vectorizes."""
+    gs (N, K, X); the inner loop runs over the contiguous x, on unsigned indices
+    (``index_range``)."""
     for m in range(gs.shape[0]):
         row = np.uint64(first[m])
         for s in range(gs.shape[1]):
