@@ -468,7 +468,8 @@ class MotionProblem:
             _add_stack_gradient(_stack_gradient(omega, y, Jy), weights[i], i, stack_grads,
                                 gross_stack)
         orders = self._gradient_orders
-        grads = self.chain.gradient(stack_grads, orders=orders).transpose(1, 0, 2)
+        grads = np.ascontiguousarray(       # (n_terms, n_c, nv), its rows flat views
+            self.chain.gradient(stack_grads, orders=orders).transpose(1, 0, 2))
         gradient = np.dot(weights[None], grads.reshape(len(weights), -1)).reshape(
             grads.shape[1:])                # np.tensordot(weights, grads, 1)'s product
         gross = self.chain.gradient(gross_stack, absolute=True, orders=orders)
