@@ -49,6 +49,7 @@ import argparse
 import dataclasses
 import importlib.metadata
 import json
+import logging
 import threading
 from contextlib import contextmanager
 from importlib.util import find_spec
@@ -684,7 +685,9 @@ def stop_signals():
     cannot let that exception through (a ctypes callback of Numba's compiler prints it as
     "ignored", and the compile then fails with a RuntimeError), the error that follows is
     the signal's doing: the caller reports the signal, and the "ignored" report is not
-    printed."""
+    printed. From the signal on, logging is off at ERROR and below: what the libraries
+    log while the command stops (a local Dask cluster's scheduler: "Couldn't gather
+    keys" for the tasks the stop cancelled) would follow the one line."""
     received = []
     if threading.current_thread() is not threading.main_thread():
         yield received
@@ -692,6 +695,7 @@ def stop_signals():
 
     def stop(number, frame):
         received.append(number)
+        logging.disable(logging.ERROR)
         raise STOPS[number][2]
 
     previous = {number: signal.signal(number, stop) for number in STOPS}
@@ -701,6 +705,8 @@ def stop_signals():
         yield received
     finally:
         sys.unraisablehook = unraisable
+        if received:
+            logging.disable(logging.NOTSET)
         for number, handler in previous.items():
             signal.signal(number, handler)
 
