@@ -312,6 +312,25 @@ def test_newton_hessian_matches_fd_of_gradients(request, model_name, costs):
     assert np.max(np.abs(H - fd)) <= 1e-5 * np.max(np.abs(H))
 
 
+@pytest.mark.parametrize("costs", [("joint_torque", "link_velocity"),
+                                   ("joint_torque_rate[joint03,joint09]", "link_jerk")])
+def test_gauss_newton_stack_matches_the_dense_products(tree12, costs):
+    """MotionProblem._gauss_newton_stack against sum_i w_i omega_m Jy_i^T Jy_i formed with
+    einsum from the terms' Jacobians (order axes first), and symmetric to the bit."""
+    problem = MotionProblem(tree12, costs, duration=1.0, samples=5, control_points=8,
+                            rest_order=0, limits="none")
+    weights = np.array([1.5, 0.5])
+    q_stack = problem.stack(DD.of(np.random.default_rng(9).uniform(-1, 1, (8, tree12.nv))))
+    values = problem._values(q_stack)
+    omega = problem.quadrature.weights
+    dense = sum(weights[i] * np.einsum("m,mdsa,mdtb->mstab", omega, Jy, Jy)
+                for i, (_, Jy) in enumerate(values))
+    G = problem._gauss_newton_stack(values, weights)
+    # the same sums in another order: round-off of the products only
+    assert np.max(np.abs(G - dense)) <= 1e-14 * np.max(np.abs(dense))
+    assert np.array_equal(G, G.transpose(0, 2, 1, 4, 3))
+
+
 @pytest.mark.parametrize("costs", [("joint_torque_rate",),
                                    ("joint_torque", "joint_torque_rate", "link_acceleration"),
                                    ("joint_torque_rate[joint03,joint09]",
