@@ -622,14 +622,20 @@ class MotionProblem:
         columns = np.zeros((1 if groups is None else 2, N, O, nv, Kd, nv))
         torques = None if groups is None else _MassDifferences(self, terms, part, lambdas,
                                                                values.engine)
+        # lambda^T Jy by numpy's matmul (BLAS): a compiled loop over the strided term
+        # Jacobians took twice as long on link terms (42 rows; bench_peers' link case)
+        vjps = [_vjp(lam, values[i][1]) for lam, i in zip(lambdas, self.nonlinear)]
+        bases = {group: _group_sum(vjps, part, group) for group in set(part.tolist())}
         for block in self._direction_groups(differenced * nv, values):
             perturbed = np.empty((len(block), N, Kd, nv))
             _perturbed_stacks(stack, steps, block.start, perturbed)
             moved = term_values(self.model, terms, perturbed.reshape(-1, Kd, nv),
                                 source=self.jacobians, values=False)
-            for lam, i, (_, Jy), group in zip(lambdas, self.nonlinear, moved, part):
-                _add_vjp_differences(lam, _flat(values[i][1]), _flat(Jy), steps,
-                                     block.start, _flat(columns[group]))
+            moved_vjps = [_vjp(lam, Jy.reshape((len(block), N) + Jy.shape[1:]))
+                          for lam, (_, Jy) in zip(lambdas, moved)]
+            for group, base in bases.items():
+                _vjp_differences(_flat(_group_sum(moved_vjps, part, group)), _flat(base),
+                                 steps, block.start, _flat(columns[group]))
             if torques is not None:
                 torques.add(moved.engine, block.start, steps)
         if groups is not None:
@@ -742,22 +748,25 @@ def _perturbed_stacks(stack, steps, first, perturbed):
             perturbed[e, m, o, j] += steps[m, o, j]
 
 
+def _group_sum(vjps, part, group):
+    """sum_i g_i over the terms i of ``group`` (``part``: each term's group); a lone term's
+    own array (no copy)."""
+    members = [v for v, g in zip(vjps, part) if g == group]
+    return members[0] if len(members) == 1 else sum(members)
+
+
 @jit_kernel
-def _add_vjp_differences(lam, Jy, moved, steps, first, columns):
-    """columns[m, o, j] += (lam_m^T Jy_m(s + h e_oj) - lam_m^T Jy_m(s)) / h, h = steps[m, o,
-    j], for the directions (o, j) = divmod(first + e, nv) of the perturbed samples e N + m
-    of ``moved`` (B N, d, Kd nv), Jy (N, d, Kd nv) the term's Jacobians at the stack s,
-    lam (N, d) its multipliers: one term's forward differences of the vector-Jacobian
-    product, columns (N, O, nv, Kd nv) (:meth:`MotionProblem._curvature`)."""
-    N, nv = lam.shape[0], steps.shape[2]
-    for e in range(moved.shape[0] // N):
+def _vjp_differences(g, base, steps, first, columns):
+    """columns[m, o, j] = (g[e, m] - base[m]) / h, h = steps[m, o, j], (o, j) =
+    divmod(first + e, nv): the forward differences of the vector-Jacobian products g
+    (B, N, Kd nv) of the perturbed samples against those at the stack, base (N, Kd nv);
+    columns (N, O, nv, Kd nv) (:meth:`MotionProblem._curvature`)."""
+    nv = steps.shape[2]
+    for e in range(g.shape[0]):
         o, j = divmod(first + e, nv)
-        for m in range(N):
-            column, inverse = columns[m, o, j], 1.0 / steps[m, o, j]
-            for d in range(lam.shape[1]):
-                x, row, base = lam[m, d] * inverse, moved[e * N + m, d], Jy[m, d]
-                for p in range(column.size):
-                    column[p] += x * (row[p] - base[p])
+        for m in range(g.shape[1]):
+            for p in range(g.shape[2]):
+                columns[m, o, j, p] = (g[e, m, p] - base[m, p]) / steps[m, o, j]
 
 
 @jit_kernel
@@ -807,7 +816,7 @@ def _identity_blocks(columns, E, U, rate):
 
 
 @jit_leaf
-def _group_sum(columns, m, o, j, t, k):
+def _summed_groups(columns, m, o, j, t, k):
     """c[m, t, o, k, j] = sum_g C[g, m, o, j, t, k] (:func:`_symmetrized_curvature`)."""
     c = columns[0, m, o, j, t, k]
     for g in range(1, columns.shape[0]):
@@ -818,7 +827,7 @@ def _group_sum(columns, m, o, j, t, k):
 @jit_kernel
 def _symmetrized_curvature(columns, S):
     """S (N, Kd, Kd, nv, nv) from the differenced columns C (groups, N, O, nv, Kd, nv) of
-    :meth:`MotionProblem._curvature`, summed over the groups (:func:`_group_sum`, c):
+    :meth:`MotionProblem._curvature`, summed over the groups (:func:`_summed_groups`, c):
     S[t, o] = (c[t, o] + c[o, t]^T) / 2 where both orders are below O, S[t, o] = c[t, o]
     and S[o, t] = c[t, o]^T for o < O <= t, zero for both >= O."""
     O, nv, Kd = columns.shape[2], columns.shape[3], columns.shape[4]
@@ -827,13 +836,13 @@ def _symmetrized_curvature(columns, S):
             for o in range(O):
                 for k in range(nv):
                     for j in range(nv):
-                        S[m, t, o, k, j] = 0.5 * (_group_sum(columns, m, o, j, t, k)
-                                                  + _group_sum(columns, m, t, k, o, j))
+                        S[m, t, o, k, j] = 0.5 * (_summed_groups(columns, m, o, j, t, k)
+                                                  + _summed_groups(columns, m, t, k, o, j))
         for t in range(O, Kd):
             for o in range(O):
                 for k in range(nv):
                     for j in range(nv):
-                        S[m, t, o, k, j] = S[m, o, t, j, k] = _group_sum(columns, m, o, j, t, k)
+                        S[m, t, o, k, j] = S[m, o, t, j, k] = _summed_groups(columns, m, o, j, t, k)
             for o in range(O, Kd):
                 for k in range(nv):
                     for j in range(nv):
