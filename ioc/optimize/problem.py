@@ -561,12 +561,15 @@ class MotionProblem:
         """sum_i w_i omega_m Jy_i^T Jy_i over the link and torque terms, (N, Kd, Kd, nv, nv)
         (order axes first, as ``SplineChain.hessian`` takes them): the terms' products
         added (:func:`_add_gauss_newton`, on contiguous Jacobians: the innermost loop runs
-        over adjacent entries), then reordered."""
+        over adjacent entries), then reordered. A term's Jacobian is zero beyond its top
+        order (a torque's in q''' where a torque rate shares the engine call, a link
+        velocity's in q''): those columns are left out of its product."""
         N, Kd, nv = len(self.quadrature.weights), self.engine_orders, self.model.nv
         omega = self.quadrature.weights
         W = np.zeros((N, Kd * nv, Kd * nv))
         for i in self.nonlinear:
-            _add_gauss_newton(weights[i] * omega, np.ascontiguousarray(_flat(values[i][1])), W)
+            Jy = values[i][1][:, :, :self.terms[i].top_order + 1]
+            _add_gauss_newton(weights[i] * omega, np.ascontiguousarray(_flat(Jy)), W)
         G = np.empty((N, Kd, Kd, nv, nv))
         _orders_first(W, G)
         return G
