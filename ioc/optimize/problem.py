@@ -720,9 +720,10 @@ class _MassDifferences:
         N, nv = len(problem.quadrature.weights), problem.model.nv
         self.lam = np.zeros((2, N, nv))
         for term, group, lam in zip(terms, part, lambdas):
-            if term.kind == "torque":
-                self.lam[group][:, list(term.joints)] += lam
-        self.rate = bool(np.any(part == 1))
+            if term.kind == "torque":       # P_i^T: every joint (a slice) or the kept ones
+                joints = slice(None) if term.joints == tuple(range(nv)) else list(term.joints)
+                self.lam[group][:, joints] += lam
+        self.rate = 1 in part.tolist()
         self.torques = any(term.kind == "torque" for term in terms)
         self.E, self.U = np.zeros((2, N, nv, nv)), np.zeros((N, nv, nv))
         self.J = engine["joint_torque"] if self.torques else None
