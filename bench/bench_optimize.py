@@ -148,14 +148,14 @@ def direct_cases(skip_human):
 @contextmanager
 def engine_clocks():
     """(terms, cmtm, hessian) clocks while ``ioc.optimize.problem.term_values``, the engine
-    calls it makes (``cmtm.motion``, ``motion_torques`` for torque terms alone, the
-    JACOBIAN_SOURCES entries) and the Newton Hessian's second-order
+    calls it makes (``cmtm.motion``, ``cmtm.api.torques_and_jacobian`` for torque terms
+    alone, the JACOBIAN_SOURCES entries) and the Newton Hessian's second-order
     part (``MotionProblem._curvature``, differences of the terms' Jacobians) are wrapped;
     restored on exit."""
     sources = [(ioc.optimize.costs.JACOBIAN_SOURCES, name)
                for name in ioc.optimize.costs.JACOBIAN_SOURCES]
     with clocked({"terms": [(ioc.optimize.problem, "term_values")],
-                  "cmtm": [(cmtm, "motion"), (ioc.optimize.costs, "motion_torques")] + sources,
+                  "cmtm": [(cmtm, "motion"), (cmtm.api, "torques_and_jacobian")] + sources,
                   "hessian": [(MotionProblem, "_curvature")]}) as clocks:
         yield clocks["terms"], clocks["cmtm"], clocks["hessian"]
 

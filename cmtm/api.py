@@ -333,18 +333,62 @@ def _torque_jacobian(model, stack, k):
     """d tau / d q_stack of a validated stack: (n_samples, k+1, nv, k+3, nv), at order 0 by
     the world-frame kernel of Pinocchio's form (``cmtm.rnea_derivatives``), above by the
     world-frame jets of Lemma 6 (``cmtm.torque_jacobian``)."""
+    pass_ = _torque_derivatives_pass if k == 0 else _torque_jacobian_pass
+    return pass_(model, stack, k, False, True)[1]
+
+
+def _torque_jacobian_pass(model, stack, k, values, jacobian):
+    """(tau (n_samples, k+1, nv) raw or None, J (n_samples, k+1, nv, k+3, nv) or None) of
+    a validated stack, k >= 1, by the Lemma 6 kernel (one call; the cost per sample is
+    kept apart for the torques alone, which skip the pairs)."""
     n_samples, nv = stack.shape[0], stack.shape[2]
-    if k == 0:
-        J = np.empty((n_samples, nv, 3, nv))
-        run_flagging_finite("joint_torque", model, torque_derivatives_kernel,
-                            "torque_derivatives", (), torque_derivatives_workspace, n_samples,
-                            stack, J)
-        return J[:, None]
-    J = np.zeros((n_samples, k + 1, nv, k + 3, nv))
-    run_on_threads(model, torque_jacobian_kernel, "torque_jacobian", (k,),
+    tau = np.empty((n_samples if values else 0, k + 1, nv))
+    J = np.zeros((n_samples if jacobian else 0, k + 1, nv, k + 3, nv))
+    run_on_threads(model, torque_jacobian_kernel, "torque_jacobian", (k, jacobian),
                    lambda kmodel, slots: torque_workspace(kmodel, k, slots),
-                   n_samples, taylor_from_raw(stack[:, :k + 3]), J)
-    return check_finite("joint_torque", J)
+                   n_samples, taylor_from_raw(stack[:, :k + 3]), tau, J)
+    return (raw_results({"tau": tau})["tau"] if values else None,
+            check_finite("joint_torque", J) if jacobian else None)
+
+
+def torques_and_jacobian(model, q_stack, order=0, *, values=True, jacobian=True):
+    """The joint torque stacks tau, ..., tau^(k) with gravity (n_samples, k+1, nv) raw and,
+    from the same pass, their Jacobian (n_samples, k+1, nv, k+3, nv), the layout of
+    :func:`jacobians`: (tau, J), either None if not asked for (``values``, ``jacobian``).
+
+    For solvers that need both, or the torques of the points where they read both: the
+    world-frame kernels of the torque Jacobian (``cmtm.rnea_derivatives`` at order 0,
+    ``cmtm.torque_jacobian`` above) write tau = s . F (and its jets) from the recursions
+    they run anyway, and their torques are the same bits with or without the Jacobian.
+    They differ from :func:`inverse_dynamics`' and :func:`motion`'s by rounding (other
+    recursions: world frame, moments about the world origin). q_stack needs k+3 orders;
+    the sample axis is dropped for a single instant.
+    """
+    model = check_model(model)
+    k = check_order(order)
+    values = check_flag("values", values)
+    jacobian = check_flag("jacobian", jacobian)
+    stack, single = check_stack(model, q_stack, k + 3)
+    nv = stack.shape[2]
+    reserve("torques_and_jacobian", stack.shape[0],
+            8 * (k + 1) * nv * (values + (k + 3) * nv * jacobian), SAMPLES_SPLIT)
+    pass_ = _torque_derivatives_pass if k == 0 else _torque_jacobian_pass
+    tau, J = pass_(model, stack, k, values, jacobian)
+    return tuple(None if x is None else x[0] if single else x for x in (tau, J))
+
+
+def _torque_derivatives_pass(model, stack, k, values, jacobian):
+    """(tau (n_samples, 1, nv) or None, J (n_samples, 1, nv, 3, nv) or None) of a
+    validated stack, k = 0, by the order-0 torque derivatives kernel (one call; the cost
+    per sample is kept apart for the torques alone, which skip the blocks)."""
+    n_samples, nv = stack.shape[0], stack.shape[2]
+    tau = np.empty((n_samples if values else 0, nv))
+    J = np.empty((n_samples if jacobian else 0, nv, 3, nv))
+    run_flagging_finite("joint_torque", model, torque_derivatives_kernel,
+                        "torque_derivatives", (jacobian,), torque_derivatives_workspace,
+                        n_samples, stack, tau, J)
+    return (check_finite("tau", tau)[:, None] if values else None,
+            J[:, None] if jacobian else None)
 
 
 def _velocity_jacobian(model, stack, k):

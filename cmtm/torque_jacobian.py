@@ -304,12 +304,31 @@ def write_raw_rows(T, terms, weights, i, first, stop, out):
                        out[l, i, r])
 
 
+@jit_leaf
+def joint_torque_jets(s, h, tau):
+    """tau[m] = sum_{a<=m} s_a . F_{m-a} for m < len(tau), F_b = (b+1) h_{b+1}: the Taylor
+    coefficients of one joint's torque tau = s . F, F = h' the rate of its subtree
+    momentum, from the jets of its world screw s and of that momentum h (``world_state``;
+    gravity included by the base's motion, §3.3), the torques of ``cmtm.motion`` up to
+    rounding (world frame, moments about the world origin)."""
+    for m in range(tau.shape[0]):
+        total = 0.0
+        for a in range(m + 1):
+            rate = m - a + 1.0
+            for c in range(6):
+                total += s[a, c] * (rate * h[m - a + 1, c])
+        tau[m] = total
+
+
 @jit_kernel
-def torque_jacobian_kernel(model, tw, chunk, claim, last, qhat, out):
-    """out[s, l, i, r, j] = d tau_i^(l) / d q_j^(r) (raw derivatives, l <= k, r <= k+2) at
+def torque_jacobian_kernel(model, tw, chunk, claim, last, qhat, tau, out):
+    """out[s, l, i, r, j] = d tau_i^(l) / d q_j^(r) (raw derivatives, l <= k, r <= k+2) and
+    the Taylor coefficients tau[s, l, i] of the torques (:func:`joint_torque_jets`) at
     the samples s it claims of the Taylor-scaled stacks qhat (n_samples, >= k+3, n),
     with work slot ``chunk`` of the :class:`TorqueWorkspace` tw; ``out`` (n_samples, k+1,
     n, k+3, n) zero-initialised, of which only the blocks of supporting joints are written.
+    ``tau`` or ``out`` with no rows (shape (0, ...)) is not written: the torques alone skip
+    the pair jets and the pairs; they are the same bits either way (the same world jets).
 
     Per sample: the world jets (``world_state``, ``per_link_jets``), then the pairs of
     joint dynamics, output joint i by output joint, its input joints innermost (vector
@@ -344,6 +363,11 @@ def torque_jacobian_kernel(model, tw, chunk, claim, last, qhat, out):
     while first < stop:
         for sample in range(first, stop):
             world_state(model, tw, chunk, qhat[sample])
+            if tau.shape[0]:
+                for i in range(model.parent.shape[0]):
+                    joint_torque_jets(s[i], tw.hJ_w[chunk, i], tau[sample, :, i])
+            if not out.shape[0]:
+                continue
             per_link_jets(model, tw, chunk)
             blocks = out[sample]
             for i in range(model.parent.shape[0]):

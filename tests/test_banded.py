@@ -167,26 +167,23 @@ def test_add_row_grams_matches_the_dense_sum_of_normalised_outer_products():
 def test_spline_chain_gradient_is_the_sparse_product_bit_for_bit_and_skips_only_zeros():
     """SplineChain.gradient (a compiled loop) against scipy's product with its
     matrix (conftest.chain_gradient_matrix), and with absolute=True against its absolute
-    values: equal bit for bit
-    (the same products summed in the same order); ``nonzero`` skipping the orders that are
-    zero leaves the bits unchanged, and skipping a nonzero order changes the result (the
-    mask is read)."""
+    values: equal bit for bit (the same products summed in the same order, zero entries
+    included: gs of mixed signs with zeros in some columns of an order); ``orders``
+    skipping the orders that are zero leaves the bits unchanged, and skipping a nonzero
+    order changes the result (the mask is read)."""
     rng = np.random.default_rng(7)
     n_control, degree, nv, K = 9, 3, 2, 4
     first, values = random_local_problem(rng, n_control=n_control, degree=degree, nv=nv, K=K)
     chain = SplineChain(first, values, n_control, nv)
     N = len(first)
     gs = rng.normal(size=(N, K, 3, nv))
-    gs[:, 0, 1] = gs[:, 2:, 2] = 0.0                # term 1 has no order 0, term 2 only 0-1
+    gs[:, 0] = gs[:, 1, 1] = gs[:, 2:, 2] = 0.0     # no order 0; term 1 no order 1, ...
     flat = gs.reshape(N * K, -1)
     assert np.array_equal(chain.gradient(gs), (chain_gradient_matrix(chain) @ flat).reshape(
         n_control, 3, nv))
     assert np.array_equal(chain.gradient(gs, absolute=True),
                           (abs(chain_gradient_matrix(chain)) @ flat).reshape(n_control, 3, nv))
-    nonzero = np.ones((K, 3, nv), dtype=bool)
-    nonzero[0, 1] = nonzero[2:, 2] = False
-    assert np.array_equal(chain.gradient(gs, nonzero=nonzero.reshape(K, -1)),
-                          chain.gradient(gs))
-    nonzero[1, 0] = False                           # a nonzero order of term 0 skipped
-    assert not np.array_equal(chain.gradient(gs, nonzero=nonzero.reshape(K, -1))[:, 0],
-                              chain.gradient(gs)[:, 0])
+    orders = np.array([False, True, True, True])
+    assert np.array_equal(chain.gradient(gs, orders=orders), chain.gradient(gs))
+    orders[1] = False                               # a nonzero order skipped
+    assert not np.array_equal(chain.gradient(gs, orders=orders), chain.gradient(gs))

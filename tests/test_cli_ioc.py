@@ -58,7 +58,7 @@ def test_a_result_json_precompiles_the_kernels_of_its_costs(synthetic, monkeypat
     code, _, _ = run(["ioc", "--motion", str(synthetic.optimized), "--costs", COSTS])
     assert code == 0
     assert asked == [engine_units(parse_terms(COSTS, kt.compile_tree(kt.serial_chain(3))))]
-    assert asked[0] == ["motion", "torque derivatives"]      # joint_torque: order 0
+    assert asked[0] == ["torque derivatives"]   # joint_torque alone at order 0: one kernel
 
 
 def test_result_units_join_every_results_costs_and_skip_unreadable_files(synthetic, tmp_path):

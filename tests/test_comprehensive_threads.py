@@ -116,16 +116,18 @@ def velocity_kernel_output(model, q, n_chunks):
 
 
 def torque_output(model, n_samples):
-    """Zeroed output of torque_jacobian_kernel."""
-    return np.zeros((n_samples, ORDER + 1, model.nv, ORDER + 3, model.nv))
+    """Outputs of torque_jacobian_kernel: the torque jets (uninitialised) and the zeroed
+    Jacobian."""
+    return (np.empty((n_samples, ORDER + 1, model.nv)),
+            np.zeros((n_samples, ORDER + 1, model.nv, ORDER + 3, model.nv)))
 
 
 def torque_kernel_output(model, qhat, n_chunks):
     """The raw output of torque_jacobian_kernel run in n_chunks chunks."""
-    kernel, out = api.kernel_model_of(model), torque_output(model, qhat.shape[0])
+    kernel, (tau, out) = api.kernel_model_of(model), torque_output(model, qhat.shape[0])
     run_in_chunks(torque_jacobian_kernel, kernel,
                   [torque_workspace(kernel, ORDER, 1) for _ in range(n_chunks)],
-                  qhat.shape[0], qhat, out)
+                  qhat.shape[0], qhat, tau, out)
     return out
 
 
@@ -182,7 +184,7 @@ def test_second_call_reuses_the_cached_workspaces(small_tree):
     wanted[QUANTITIES.index("joint_force")] = True
     keys = [(id(kernel), "jacobian", (0, jacobian_sizes(small_tree.nv, ORDER, wanted))),
             (id(kernel), "velocity_derivatives", (0, ORDER)),
-            (id(kernel), "torque_jacobian", (0, ORDER)),
+            (id(kernel), "torque_jacobian", (0, ORDER, True)),
             (id(kernel), "motion", (0, ORDER, True))]
     calls = (lambda: cmtm.jacobian(small_tree, q, "joint_force", order=ORDER),
              lambda: cmtm.jacobian(small_tree, q, "link_velocity", order=ORDER),
@@ -216,7 +218,7 @@ def test_kernels_allocate_nothing(small_tree, kernel_allocations):
                   last, q, *velocity_outputs(small_tree, n_samples))),
                 ("torque_jacobian_kernel", torque_jacobian_kernel,
                  (kernel, torque_workspace(kernel, ORDER, n_chunks), 0, claim, last, qhat,
-                  torque_output(small_tree, n_samples))),
+                  *torque_output(small_tree, n_samples))),
                 ("link_cmtm_kernel", link_cmtm_kernel,
                  (kernel, link_cmtm_workspace(kernel, ORDER + 1, n_chunks), 0, claim, last,
                   qhat, link_cmtm_output(small_tree, n_samples))),

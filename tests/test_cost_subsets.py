@@ -93,10 +93,15 @@ def specs_of(model):
 
 
 def test_term_values_are_the_engine_stacks(floating):
+    """The torque terms (alone: no link term) read cmtm.api.torques_and_jacobian's torques
+    bit for bit, which are cmtm.motion's up to rounding (1e-13 of the largest, other
+    recursions)."""
     terms = parse_terms(specs_of(floating), floating)
     q_stack = random_stack(floating, stack_orders(terms), n_samples=3, seed=1)
     values = [y for y, _ in term_values(floating, terms, q_stack, jacobians=False)]
-    tau = cmtm.motion(floating, q_stack, order=1).tau
+    tau = cmtm.api.torques_and_jacobian(floating, q_stack[:, :4], order=1, jacobian=False)[0]
+    motion = cmtm.motion(floating, q_stack, order=1).tau
+    assert np.max(np.abs(tau - motion)) <= 1e-13 * np.max(np.abs(motion))
     np.testing.assert_array_equal(values[0], q_stack[:, 1, [7, 9]])
     np.testing.assert_array_equal(values[1], tau[:, 0, 6:])
     np.testing.assert_array_equal(values[2], tau[:, 1, [6, 9]])
@@ -109,9 +114,11 @@ def test_term_values_are_the_engine_stacks(floating):
 
 
 def test_torque_terms_alone_are_the_naive_rnea(floating):
-    """Torque terms without link terms (values from cmtm.api.motion_torques, at order 0
-    here): against the naive oracle's RNEA, which shares no code with it (1e-12 of
-    max |tau|: two float64 recursions, observed ~1e-16), and bit for bit cmtm.motion's."""
+    """Torque terms without link terms (values from cmtm.api.torques_and_jacobian at order
+    0 here): against the naive oracle's RNEA, which shares no code with it (1e-12 of
+    max |tau|: two float64 recursions, observed ~1e-16); the same bits with the Jacobians
+    asked for (one kernel pass writes both) as without (the torques alone), and the
+    Jacobians those of cmtm.jacobians, bit for bit."""
     terms = parse_terms(["joint_torque", "base_wrench"], floating)
     q_stack = random_stack(floating, stack_orders(terms), n_samples=3, seed=4)
     values = [y for y, _ in term_values(floating, terms, q_stack, jacobians=False)]
@@ -119,8 +126,12 @@ def test_torque_terms_alone_are_the_naive_rnea(floating):
     scale = np.max(np.abs(tau))
     assert np.max(np.abs(values[0] - tau[:, 6:])) <= 1e-12 * scale
     assert np.max(np.abs(values[1] - tau[:, :6])) <= 1e-12 * scale
-    motion = cmtm.motion(floating, q_stack, order=0).tau[:, 0]
-    np.testing.assert_array_equal(values[0], motion[:, 6:])
+    both = term_values(floating, terms, q_stack)
+    for y, (y_both, _) in zip(values, both):
+        np.testing.assert_array_equal(y_both, y)
+    J = cmtm.jacobians(floating, q_stack[:, :3], ("joint_torque",))["joint_torque"][:, 0]
+    np.testing.assert_array_equal(both[0][1], J[:, 6:])
+    np.testing.assert_array_equal(both[1][1], J[:, :6])
 
 
 def test_stack_jacobians_match_finite_differences(floating):

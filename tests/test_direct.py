@@ -9,7 +9,7 @@ import kinematic_trees as kt
 from ioc.banded import band_to_dense
 from ioc.bspline import DD
 from ioc.costs import NAMED_TERMS
-from ioc.direct import _Limits, solve
+from ioc.direct import SolverOptions, _Limits, _StepMatrix, solve
 from ioc.problem import MotionProblem
 from conftest import PAPER, CASES, chain_gradient_matrix
 from ioc_synthetic import hanging_on_a_limit
@@ -489,6 +489,51 @@ def test_limit_slacks_are_bounds_minus_the_spline_positions_at_the_limit_nodes(c
     assert len(rows) == 2 * 2 * 30 and set(rows % 3) == {0, 1, 2}
     assert np.max(np.abs(slacks - (bound - sign * q[rows]))) <= 1e-14
     assert np.array_equal(slacks, bound - sign * problem.limit_values(theta)[rows])
+
+
+def test_step_matrix_shifts_by_factors_of_8_from_a_third_of_the_last_shift(chain3):
+    """_StepMatrix factors H itself where it is positive definite (shift 0); else H +
+    tau max(diag H) I with tau = 1e-10, 8e-10, ... the first that factors, and at the next
+    indefinite H from a third of the last shift: a diagonal H with one entry -5e-7 (its
+    max 1) needs tau > 5e-7, 1e-10 8^5 at first, then 1e-10 8^5 / 3. The factor is the
+    shifted matrix's (its solve against the dense one)."""
+    problem = MotionProblem(chain3, "joint_jerk", control_points=12, samples=30)
+    n, u = problem.n_free, problem.layout.u
+    step = _StepMatrix(problem, SolverOptions())
+    diagonal = np.ones(n)
+    diagonal[n // 2] = -5e-7
+    indefinite = np.zeros((u + 1, n))
+    indefinite[u] = diagonal
+    first = 1e-10 * 8.0 ** 5
+    for tau in (first, first / 3.0):
+        factor, band = step._shifted(indefinite.copy(), 1e-10)
+        assert step.shift == tau
+        np.testing.assert_array_equal(band[u], diagonal + tau)
+        b = np.arange(1.0, n + 1)
+        np.testing.assert_allclose(factor.solve(b), b / (diagonal + tau), rtol=1e-12)
+    definite = indefinite.copy()
+    definite[u, n // 2] = 1.0
+    factor, band = step._shifted(definite.copy(), 1e-10)
+    assert step.shift == 0.0
+    np.testing.assert_array_equal(band, definite)
+
+
+@pytest.mark.parametrize("rest_order", [0, 2])
+def test_signed_limits_of_a_step_are_the_sparse_product_bit_for_bit(chain3, rest_order):
+    """MotionProblem.signed_limits_of (the active-set steps' A dx, from the bases at the
+    limit nodes) equals scipy's product A @ dx with the sparse free columns bit for bit,
+    for a step on the free rows (the fixed rows' columns left out) and for all control
+    points against signed_limit_rows(); limits on some joints only, random values."""
+    problem = MotionProblem(chain3, "joint_jerk", duration=2.0, samples=30, degree=5,
+                            control_points=12, start=0.4, goal=-0.3, rest_order=rest_order,
+                            limits=([-1.0, -np.inf, -2.0], [1.5, 2.0, np.inf]))
+    _, _, A, _ = problem.limit_constraints()
+    rng = np.random.default_rng(rest_order)
+    dx = rng.normal(size=A.shape[1])
+    assert np.array_equal(problem.signed_limits_of(dx.reshape(-1, 3), problem.free_rows[0]),
+                          A @ dx)
+    x = rng.normal(size=(problem.spline.n_control, 3))
+    assert np.array_equal(problem.signed_limits_of(x), problem.signed_limit_rows() @ x.ravel())
 
 
 def test_evaluate_equals_the_selector_products_bit_for_bit(chain3):

@@ -38,6 +38,7 @@ LEAVES = {"cmtm.spatial.matvec6", "cmtm.spatial.matTvec6", "cmtm.spatial.motion_
           "cmtm.velocity_derivatives.body_columns",
           "cmtm.velocity_derivatives.comoving_columns", "cmtm.rnea_derivatives.inertia_add",
           "cmtm.rnea_derivatives.inertia_rate_add", "cmtm.rnea_derivatives.all_within",
+          "cmtm.rnea_derivatives.joint_torques", "cmtm.torque_jacobian.joint_torque_jets",
           "cmtm._jit.claim_samples", "cmtm._jit.index_range",
           "cmtm.torque_jacobian.dot6_columns", "cmtm.torque_jacobian.scaled_columns",
           "cmtm.spatial.cross3_add", "cmtm.point_motion.point_jet",

@@ -136,7 +136,7 @@ def test_kernels_allocate_nothing(panda, kernel_allocations):
                 (rnea.rnea_kernel, rnea.rnea_workspace(kernel, n_chunks), (q, tau)),
                 (rnea.crba_kernel, rnea.crba_workspace(kernel, n_chunks), (q0, M)),
                 (torque_derivatives_kernel,
-                 torque_derivatives_workspace(kernel, n_chunks), (q, J, finite)),
+                 torque_derivatives_workspace(kernel, n_chunks), (q, tau, J, finite)),
                 (link_poses_kernel, link_poses_workspace(kernel, n_chunks), (q0, R, p)),
                 (velocity_derivatives_kernel,
                  velocity_derivatives_workspace(kernel, 0, n_chunks), (q, J_v, finite)),

@@ -55,7 +55,6 @@ from dataclasses import dataclass
 import numpy as np
 
 import cmtm
-from cmtm.api import motion_torques
 from kinematic_trees import floating_base_joints
 
 STACKS = {"joint_velocity": ("joint", 1), "link_velocity": ("link", 0),
@@ -262,12 +261,15 @@ def engine_bytes(model, terms):
 
 def engine_units(terms):
     """The units of ``cmtm.precompile`` whose kernels :func:`term_values` runs for these
-    terms with the structured Jacobians: none for joint terms alone; else ``cmtm.motion``'s
-    and those of ``cmtm.jacobians`` of the engine quantities, and the point kernel's for
-    point terms."""
+    terms with the structured Jacobians: none for joint terms alone; else those of
+    ``cmtm.jacobians`` of the engine quantities, after ``cmtm.motion``'s unless the
+    torque Jacobian's kernel writes the values too (:func:`_one_torque_pass`), and the
+    point kernel's for point terms."""
     k = engine_order(terms)
+    quantities = engine_quantities(terms)
+    values = [] if k is None or _one_torque_pass(quantities) else ["motion"]
     units = [] if k is None else \
-        ["motion", *cmtm.compile_cache.jacobian_units(engine_quantities(terms), k)]
+        [*values, *cmtm.compile_cache.jacobian_units(quantities, k)]
     return units + (["point motion"] if point_order(terms) is not None else [])
 
 
@@ -298,8 +300,10 @@ def term_values(model, terms, q_stack, jacobians=True, source="structured", valu
 
     q_stack : (N, K, nv) float64 raw derivatives, K = stack_orders(terms).
     One call of ``cmtm.motion`` and one of ``cmtm.jacobians`` serve all link and torque
-    terms together (gravity-free link twists, torques with gravity: cmtm_math §3.3), one
-    of ``cmtm.point_motion`` and one of ``cmtm.point_jacobian`` all point terms.
+    terms together (gravity-free link twists, torques with gravity: cmtm_math §3.3), or
+    for torque terms alone one call of ``cmtm.api.torques_and_jacobian``
+    (:func:`_one_torque_pass`); one of ``cmtm.point_motion`` and one of
+    ``cmtm.point_jacobian`` all point terms.
     """
     N, K, nv = q_stack.shape
     k = engine_order(terms)
@@ -308,11 +312,17 @@ def term_values(model, terms, q_stack, jacobians=True, source="structured", valu
         quantities = engine_quantities(terms)
         with_torque = "joint_torque" in quantities
         engine_stack = _padded(q_stack, k + (3 if with_torque else 2))
-        if values:
-            motion = _Torques(motion_torques(model, engine_stack, order=k)) \
-                if quantities == ("joint_torque",) else \
-                cmtm.motion(model, engine_stack, order=k, dynamics=with_torque, world=False)
-        if jacobians:
+        if _one_torque_pass(quantities):
+            structured = jacobians and source == "structured"
+            if values or structured:
+                tau, J_tau = cmtm.api.torques_and_jacobian(model, engine_stack, k,
+                                                           values=values, jacobian=structured)
+                motion = None if tau is None else _Torques(tau)
+                J = None if J_tau is None else {"joint_torque": J_tau}
+        elif values:
+            motion = cmtm.motion(model, engine_stack, order=k, dynamics=with_torque,
+                                 world=False)
+        if jacobians and J is None:
             J = JACOBIAN_SOURCES[source](model, engine_stack, quantities, order=k)
     points = _point_values(model, terms, q_stack, jacobians, source, values)
     out, start = TermValues(), 0
@@ -326,15 +336,34 @@ def term_values(model, terms, q_stack, jacobians=True, source="structured", valu
     return out
 
 
+def _one_torque_pass(quantities):
+    """Whether the torque terms' values come from the kernel of their Jacobian
+    (``cmtm.api.torques_and_jacobian``): torque terms alone (no link term). One engine
+    pass instead of two where both are wanted (:meth:`MotionProblem.evaluate`), and the
+    same kernel for the values alone (``MotionProblem.cost``, the line search): the
+    torques are the same bits either way, so the costs that the line search compares are
+    computed alike. 200 samples, one thread, values and Jacobian / values alone: case (b)
+    (order 0) 321 -> 168 us / 144 -> 86 us a call, case (c) (order 1) 600 -> 415 us /
+    211 -> 182 us.
+
+    Its torques (world frame, moments about the world origin) differ from the motion
+    kernel's by rounding (at most 6e-16 of the largest at order 0, 1.3e-15 at order 1:
+    200 random samples of a 3-link chain, the Panda and the floating human), and so do
+    the solver's paths on bench_peers' cases b, c, panda and human (intermediate costs by
+    up to 1e-7 relative, on ill-conditioned Newton systems), not their iteration counts,
+    nor the floating human's of tests/test_floating_base.py (5); their final costs agree
+    within 5e-16 relative (case c's last step is halved once by the line search, at
+    stationarity 1e-12). Not ``cmtm.inverse_dynamics``' recursive Newton-Euler kernel at
+    order 0, whose rounding (~3e-16 from the motion kernel's) turned that floating human
+    from converged in 5 iterations to stalled at stationarity 2.5e-2 (a nearly singular
+    Newton system)."""
+    return quantities == ("joint_torque",)
+
+
 @dataclass(frozen=True)
 class _Torques:
-    """What torque terms read of ``cmtm.motion``'s result, from ``cmtm.api.motion_torques``
-    when no link term needs the rest: the same kernel with the torques alone written,
-    equal bit for bit (case (c)'s 200 samples, order 1: 0.64 -> 0.34 ms a call; order 0:
-    0.72-1.1 -> 0.27-0.59 ms). Not ``cmtm.inverse_dynamics``, whose order 0 runs the
-    recursive Newton-Euler kernel: its torques differ by rounding (~3e-16), which turned
-    tests/test_floating_base.py's floating-human solve (a nearly singular Newton system)
-    from converged in 5 iterations to stalled at stationarity 2.5e-2."""
+    """What torque terms read of ``cmtm.motion``'s result (``tau``), when no link term
+    needs the rest (:func:`_one_torque_pass`)."""
     tau: np.ndarray
 
 

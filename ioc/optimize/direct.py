@@ -186,6 +186,13 @@ class _Limits:
         self.b = problem.limit_slacks(theta)
         self.nv = problem.model.nv
         self.times = problem.limit_times
+        self._problem = problem
+
+    def of_step(self, dx):
+        """A dx for a step dx (n_free,) (``MotionProblem.signed_limits_of``: the sparse
+        product's bits)."""
+        return self._problem.signed_limits_of(dx.reshape(-1, self.nv),
+                                              self._problem.free_rows[0])
 
     def active(self, tolerance):
         return np.flatnonzero(self.b <= tolerance)
@@ -267,17 +274,22 @@ class _StepMatrix:
                 return BandedCholesky(band), band
             except LinAlgError:
                 band = add_row_grams(band, held, float(np.max(np.abs(band[layout.u]))))
-        diagonal = band[layout.u].copy()
+        try:                            # H itself first (tau = 0): no diagonal to shift
+            factor = BandedCholesky(band)
+            self.shift = 0.0
+            return factor, band
+        except LinAlgError:
+            diagonal = band[layout.u].copy()
         scale = max(float(np.max(np.abs(diagonal))), 1e-300)
-        tau = 0.0
+        tau = max(self.shift / 3.0, first)
         while True:
-            band[self.problem.layout.u] = diagonal + tau * scale
+            band[layout.u] = diagonal + tau * scale
             try:
                 factor = BandedCholesky(band)
                 self.shift = tau
                 return factor, band
             except LinAlgError:
-                tau = max(self.shift / 3.0, first) if tau == 0.0 else 8.0 * tau
+                tau *= 8.0
 
 
 def active_set_step(chol, band, g, limits, working, tolerance, max_iterations=200):
@@ -291,7 +303,7 @@ def active_set_step(chol, band, g, limits, working, tolerance, max_iterations=20
         gk = g + band_matvec(band, d) if inner else g
         p, mu = _equality_step(chol, gk, limits, W)
         size = float(np.max(np.abs(p)))
-        scale = max(scale, size, float(np.max(np.abs(d))))
+        scale = max(scale, size, float(np.max(np.abs(d))) if inner else 0.0)    # d = 0 first
         if inner and size <= 1e-9 * scale or size == 0.0:
             # d solves the equality problem on W: optimal if no multiplier is negative
             if len(mu) == 0 or np.min(mu) >= 0:
@@ -300,17 +312,17 @@ def active_set_step(chol, band, g, limits, working, tolerance, max_iterations=20
             continue
         alpha, blocking = 1.0, None
         if limits.A.shape[0]:
-            Ap = limits.A @ p
-            slack = limits.b - limits.A @ d if inner else limits.b     # d = 0 at first
-            candidates = np.zeros(0, dtype=np.intp) if np.all(Ap <= slack) \
-                else np.flatnonzero(Ap > 1e-300)        # all ratios >= 1: none blocks
-            if W:
-                candidates = candidates[~np.isin(candidates, W)]
-            if candidates.size:
-                ratios = np.maximum(slack[candidates], 0.0) / Ap[candidates]
-                i = int(np.argmin(ratios))
-                if ratios[i] < 1.0:
-                    alpha, blocking = float(ratios[i]), int(candidates[i])
+            Ap = limits.of_step(p)
+            slack = limits.b - limits.of_step(d) if inner else limits.b     # d = 0 at first
+            if not np.all(Ap <= slack):                 # else all ratios >= 1: none blocks
+                candidates = np.flatnonzero(Ap > 1e-300)
+                if W:
+                    candidates = candidates[~np.isin(candidates, W)]
+                if candidates.size:
+                    ratios = np.maximum(slack[candidates], 0.0) / Ap[candidates]
+                    i = int(np.argmin(ratios))
+                    if ratios[i] < 1.0:
+                        alpha, blocking = float(ratios[i]), int(candidates[i])
         d = d + alpha * p
         if blocking is None:
             if not W:
@@ -538,7 +550,7 @@ def _extrapolate(problem, theta, w, step, candidate, cost, limits, max_alpha=16.
     """Double an accepted full step while the cost falls and the limits hold."""
     alpha = 1.0
     if limits.A.shape[0]:
-        Ap = limits.A @ step
+        Ap = limits.of_step(step)
         positive = Ap > 0
         if np.any(positive):
             max_alpha = min(max_alpha, float(np.min(limits.b[positive] / Ap[positive])))

@@ -50,7 +50,7 @@ import numpy as np
 from numba.extending import register_jitable
 from scipy import sparse
 
-from cmtm._jit import jit_kernel
+from cmtm._jit import index_range, jit_kernel
 
 _VELTKAMP = 134217729.0  # 2**27 + 1: splits a float64 into two 26-bit halves
 _CACHED_TIME_GRIDS = 4  # quadrature nodes, limit nodes, the two ends, and one spare
@@ -484,7 +484,7 @@ class ClampedBSpline:
         """A :class:`StackEvaluator`: ``evaluate(theta, times, max_derivative)`` at these
         fixed times, for solver loops (checked here once, not at every call)."""
         K = self._check_order("max_derivative", max_derivative)
-        return StackEvaluator(self, self._sample_bases(times, K)[2])
+        return StackEvaluator(self, *self._sample_bases(times, K)[:2])
 
     def boundary_derivatives(self, theta, max_derivative):
         """(start, end) = (q^(r)(0), q^(r)(T)) for r = 0..K, each (K+1, nv) float64 raw
@@ -507,24 +507,23 @@ class ClampedBSpline:
 class StackEvaluator:
     """q^(r)(t_m), r = 0..K, at fixed times from double-double control points, as
     :meth:`ClampedBSpline.evaluate` computes them (the same derivative control points
-    c^(r), rounded, times the degree-(p-r) bases) but with the bases of every order in one
-    sparse matrix, so one product serves all orders, the derivative control points of
-    every order in one compiled call (:func:`_derivative_values`), and without the checks
-    of the times and of theta: ``theta`` must be a DD of float64 (n_c, nv) arrays (as the
-    solvers keep them). Measured on the paper's 200 samples, K = 3, 3 joints (min of
-    repeated calls on a shared machine): ~145 -> ~100 us a call with the one product,
-    ~94 -> ~30 us with the compiled differences.
+    c^(r), rounded, times the degree-(p-r) bases), in one compiled call
+    (:func:`_stack_values`) and without the checks of the times and of theta: ``theta``
+    must be a DD of float64 (n_c, nv) arrays (as the solvers keep them). Measured on the
+    paper's 200 samples, K = 3, 3 joints (min of repeated calls on a shared machine): ~145
+    -> ~100 us a call with one sparse product for all orders, ~94 -> ~30 us with the
+    compiled differences; the products compiled with them (no scipy dispatch): 12.3 ->
+    11.1 us warm, and in bench_peers' case (a) right after a pass over 64 MB 33 -> 27 us.
 
-    spline : ClampedBSpline; matrices [csr (N, n_c - r) for r = 0..K] (its
-    ``_sample_bases``), stacked block-diagonally with the rows interleaved (row
-    m (K+1) + r is matrices[r]'s row m)."""
+    spline : ClampedBSpline; first (N,) and bases [(N, p-r+1) for r = 0..K] (its
+    ``_sample_bases``)."""
 
-    def __init__(self, spline, matrices):
-        self.spline, self.K = spline, len(matrices) - 1
-        N, orders = matrices[0].shape[0], len(matrices)
-        interleaved = np.arange(N * orders).reshape(orders, N).T.ravel()
-        self.matrix = sparse.block_diag(matrices, format="csr")[interleaved]
-        self.shape = (N, orders)
+    def __init__(self, spline, first, bases):
+        self.spline, self.K = spline, len(bases) - 1
+        self.first = np.ascontiguousarray(first, dtype=np.int64)
+        self.bases = np.zeros((len(first), self.K + 1, spline.degree + 1))
+        for r, b in enumerate(bases):
+            self.bases[:, r, :b.shape[1]] = b
         n_c = spline.n_control
         self._scales = [np.zeros((self.K, n_c - 1)) for _ in range(2)]
         for l in range(self.K):
@@ -536,9 +535,31 @@ class StackEvaluator:
         hi, lo = (np.ascontiguousarray(part) for part in theta)
         n_c, nv = hi.shape
         values = np.empty(((self.K + 1) * n_c - self.K * (self.K + 1) // 2, nv))
-        _derivative_values(hi, lo, *self._scales, np.empty_like(hi), np.empty_like(lo),
-                           values)
-        return (self.matrix @ values).reshape(self.shape + (nv,))
+        out = np.empty((len(self.first), self.K + 1, nv))
+        _stack_values(hi, lo, *self._scales, np.empty_like(hi), np.empty_like(lo), values,
+                      self.first, self.bases, out)
+        return out
+
+
+@jit_kernel
+def _stack_values(hi, lo, scale_hi, scale_lo, c_hi, c_lo, values, first, bases, out):
+    """out[m, r] = sum_a bases[m, r, a] c^(r)_(first[m] + a), a = 0..p-r, summed from +0
+    in the order of a: the products of ``evaluate``'s sparse rows, the same bits (scipy's
+    CSR product sums a row's stored entries so), c^(r) the rounded derivative control
+    points of the DD (hi, lo) that :func:`_derivative_values` stacks in ``values``
+    (:class:`StackEvaluator`); bases (N, K+1, p+1), out (N, K+1, nv)."""
+    _derivative_values(hi, lo, scale_hi, scale_lo, c_hi, c_lo, values)
+    n_c, nv = hi.shape
+    n_local = bases.shape[2]
+    for m in range(first.size):
+        row = np.uint64(first[m])           # c^(r)_first[m] in values: unsigned indices
+        for r in range(bases.shape[1]):
+            for j in index_range(0, nv):
+                total = 0.0
+                for a in index_range(0, n_local - r):
+                    total += bases[m, r, a] * values[row + a, j]
+                out[m, r, j] = total
+            row += np.uint64(n_c - r)
 
 
 @jit_kernel
