@@ -266,6 +266,20 @@ def _fd_hessian(problem, theta, weights, h):
     return fd
 
 
+def test_linear_hessian_follows_the_weights(chain3):
+    """MotionProblem._linear_hessian keeps the sum for the last weights: against the terms'
+    bands summed anew, after other weights, and a new array at every call (its callers add
+    to it)."""
+    problem = MotionProblem(chain3, ("joint_velocity", "joint_jerk"), duration=1.0, samples=8,
+                            control_points=9, rest_order=1, limits="none")
+    for weights in ([1.0, 2.0], [3.0, 0.5], [1.0, 2.0]):
+        band = problem._linear_hessian(np.array(weights))
+        expected = sum(w * problem._linear_band(i) for i, w in enumerate(weights))
+        assert np.array_equal(band, expected)
+        band += 1.0
+    assert not np.array_equal(problem._linear_hessian(np.array([1.0, 2.0])), band)
+
+
 def test_gauss_newton_matrix_of_joint_terms_is_the_exact_hessian(chain3):
     problem = MotionProblem(chain3, ("joint_velocity", "joint_jerk"), duration=1.0, samples=8,
                             control_points=9, rest_order=1, limits="none")

@@ -218,7 +218,7 @@ class MotionProblem:
         self._stack_evaluator = self.spline.stack_evaluator(self.quadrature.times, self.K - 1)
         self.chain = SplineChain(self.first, self.basis, self.spline.n_control, nv)
         self.nonlinear = tuple(i for i, term in enumerate(self.terms) if term.kind != "joint")
-        self._linear_bands, self._selector_cache = {}, None
+        self._linear_bands, self._linear_sum, self._selector_cache = {}, None, None
         # the joint terms' y = q^(r) of their joints (the entries their selectors pick)
         self._selected = {i: (term.derivative, np.array(term.joints, dtype=np.int64))
                           for i, term in enumerate(self.terms) if i not in self.nonlinear}
@@ -552,16 +552,20 @@ class MotionProblem:
         return 1 + max((self.terms[i].top_order for i in self.nonlinear), default=-1)
 
     def _linear_hessian(self, weights):
-        """sum_i w_i H_i over the joint terms (band over all control points): each
-        H_i = sum_m omega_m B_m^T Jy_i^T Jy_i B_m is constant (Jy_i selects stack entries),
-        chained once per term and kept."""
-        band = np.zeros((self.layout.u + 1, self.layout.size))
-        for i, term in enumerate(self.terms):
-            if i not in self.nonlinear and weights[i] != 0.0:
-                if i not in self._linear_bands:
-                    self._linear_bands[i] = self._linear_band(i)
-                band += weights[i] * self._linear_bands[i]
-        return band
+        """sum_i w_i H_i over the joint terms (band over all control points), a new array:
+        each H_i = sum_m omega_m B_m^T Jy_i^T Jy_i B_m is constant (Jy_i selects stack
+        entries), chained once per term and kept, and so is the sum for the last weights (a
+        solve's every iteration asks for the same)."""
+        key = np.asarray(weights, dtype=float).tobytes()
+        if self._linear_sum is None or self._linear_sum[0] != key:
+            band = np.zeros((self.layout.u + 1, self.layout.size))
+            for i, term in enumerate(self.terms):
+                if i not in self.nonlinear and weights[i] != 0.0:
+                    if i not in self._linear_bands:
+                        self._linear_bands[i] = self._linear_band(i)
+                    band += weights[i] * self._linear_bands[i]
+            self._linear_sum = key, band
+        return self._linear_sum[1].copy()
 
     def _linear_band(self, index):
         """H_i of the joint term ``index``: its selector Jy (d, K, nv) is the same at every
