@@ -266,6 +266,20 @@ def _fd_hessian(problem, theta, weights, h):
     return fd
 
 
+def test_linear_hessian_follows_the_weights(chain3):
+    """MotionProblem._linear_hessian keeps the sum for the last weights: against the terms'
+    bands summed anew, after other weights, and a new array at every call (its callers add
+    to it)."""
+    problem = MotionProblem(chain3, ("joint_velocity", "joint_jerk"), duration=1.0, samples=8,
+                            control_points=9, rest_order=1, limits="none")
+    for weights in ([1.0, 2.0], [3.0, 0.5], [1.0, 2.0]):
+        band = problem._linear_hessian(np.array(weights))
+        expected = sum(w * problem._linear_band(i) for i, w in enumerate(weights))
+        assert np.array_equal(band, expected)
+        band += 1.0
+    assert not np.array_equal(problem._linear_hessian(np.array([1.0, 2.0])), band)
+
+
 def test_gauss_newton_matrix_of_joint_terms_is_the_exact_hessian(chain3):
     problem = MotionProblem(chain3, ("joint_velocity", "joint_jerk"), duration=1.0, samples=8,
                             control_points=9, rest_order=1, limits="none")
@@ -310,6 +324,25 @@ def test_newton_hessian_matches_fd_of_gradients(request, model_name, costs):
     fd = _fd_hessian(problem, theta, weights, 1e-5)
     # a forward difference (relative step 1.5e-8) against a central one (step 1e-5)
     assert np.max(np.abs(H - fd)) <= 1e-5 * np.max(np.abs(H))
+
+
+@pytest.mark.parametrize("costs", [("joint_torque", "link_velocity"),
+                                   ("joint_torque_rate[joint03,joint09]", "link_jerk")])
+def test_gauss_newton_stack_matches_the_dense_products(tree12, costs):
+    """MotionProblem._gauss_newton_stack against sum_i w_i omega_m Jy_i^T Jy_i formed with
+    einsum from the terms' Jacobians (order axes first), and symmetric to the bit."""
+    problem = MotionProblem(tree12, costs, duration=1.0, samples=5, control_points=8,
+                            rest_order=0, limits="none")
+    weights = np.array([1.5, 0.5])
+    q_stack = problem.stack(DD.of(np.random.default_rng(9).uniform(-1, 1, (8, tree12.nv))))
+    values = problem._values(q_stack)
+    omega = problem.quadrature.weights
+    dense = sum(weights[i] * np.einsum("m,mdsa,mdtb->mstab", omega, Jy, Jy)
+                for i, (_, Jy) in enumerate(values))
+    G = problem._gauss_newton_stack(values, weights)
+    # the same sums in another order: round-off of the products only
+    assert np.max(np.abs(G - dense)) <= 1e-14 * np.max(np.abs(dense))
+    assert np.array_equal(G, G.transpose(0, 2, 1, 4, 3))
 
 
 @pytest.mark.parametrize("costs", [("joint_torque_rate",),

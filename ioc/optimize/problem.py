@@ -36,7 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 
 import cmtm
-from cmtm._jit import index_range, jit_kernel
+from cmtm._jit import index_range, jit_kernel, jit_leaf
 from cmtm.api import check_model, reserve
 from ioc.choices import BOUNDARY_MODES, CONSTRAINT_MODES, INTEGRATION_RULES
 from ioc.optimize.costs import (JACOBIAN_SOURCES, TermValues, engine_bytes, parse_terms,
@@ -218,7 +218,7 @@ class MotionProblem:
         self._stack_evaluator = self.spline.stack_evaluator(self.quadrature.times, self.K - 1)
         self.chain = SplineChain(self.first, self.basis, self.spline.n_control, nv)
         self.nonlinear = tuple(i for i, term in enumerate(self.terms) if term.kind != "joint")
-        self._linear_bands, self._selector_cache = {}, None
+        self._linear_bands, self._linear_sum, self._selector_cache = {}, None, None
         # the joint terms' y = q^(r) of their joints (the entries their selectors pick)
         self._selected = {i: (term.derivative, np.array(term.joints, dtype=np.int64))
                           for i, term in enumerate(self.terms) if i not in self.nonlinear}
@@ -552,16 +552,20 @@ class MotionProblem:
         return 1 + max((self.terms[i].top_order for i in self.nonlinear), default=-1)
 
     def _linear_hessian(self, weights):
-        """sum_i w_i H_i over the joint terms (band over all control points): each
-        H_i = sum_m omega_m B_m^T Jy_i^T Jy_i B_m is constant (Jy_i selects stack entries),
-        chained once per term and kept."""
-        band = np.zeros((self.layout.u + 1, self.layout.size))
-        for i, term in enumerate(self.terms):
-            if i not in self.nonlinear and weights[i] != 0.0:
-                if i not in self._linear_bands:
-                    self._linear_bands[i] = self._linear_band(i)
-                band += weights[i] * self._linear_bands[i]
-        return band
+        """sum_i w_i H_i over the joint terms (band over all control points), a new array:
+        each H_i = sum_m omega_m B_m^T Jy_i^T Jy_i B_m is constant (Jy_i selects stack
+        entries), chained once per term and kept, and so is the sum for the last weights (a
+        solve's every iteration asks for the same)."""
+        key = np.asarray(weights, dtype=float).tobytes()
+        if self._linear_sum is None or self._linear_sum[0] != key:
+            band = np.zeros((self.layout.u + 1, self.layout.size))
+            for i, term in enumerate(self.terms):
+                if i not in self.nonlinear and weights[i] != 0.0:
+                    if i not in self._linear_bands:
+                        self._linear_bands[i] = self._linear_band(i)
+                    band += weights[i] * self._linear_bands[i]
+            self._linear_sum = key, band
+        return self._linear_sum[1].copy()
 
     def _linear_band(self, index):
         """H_i of the joint term ``index``: its selector Jy (d, K, nv) is the same at every
@@ -577,13 +581,20 @@ class MotionProblem:
 
     def _gauss_newton_stack(self, values, weights):
         """sum_i w_i omega_m Jy_i^T Jy_i over the link and torque terms, (N, Kd, Kd, nv, nv)
-        (order axes first, as ``SplineChain.hessian`` takes them)."""
-        Kd, nv = self.engine_orders, self.model.nv
+        (order axes first, as ``SplineChain.hessian`` takes them): the terms' products
+        added (:func:`_add_gauss_newton`, on contiguous Jacobians: the innermost loop runs
+        over adjacent entries), then reordered. A term's Jacobian is zero beyond its top
+        order (a torque's in q''' where a torque rate shares the engine call, a link
+        velocity's in q''): those columns are left out of its product."""
+        N, Kd, nv = len(self.quadrature.weights), self.engine_orders, self.model.nv
         omega = self.quadrature.weights
-        A = np.concatenate([np.sqrt(weights[i] * omega)[:, None, None]
-                            * values[i][1][:, :, :Kd].reshape(len(omega), -1, Kd * nv)
-                            for i in self.nonlinear], axis=1)
-        return np.ascontiguousarray(_orders_first(np.matmul(A.transpose(0, 2, 1), A), Kd, nv))
+        W = np.zeros((N, Kd * nv, Kd * nv))
+        for i in self.nonlinear:
+            Jy = values[i][1][:, :, :self.terms[i].top_order + 1]
+            _add_gauss_newton(weights[i] * omega, np.ascontiguousarray(_flat(Jy)), W)
+        G = np.empty((N, Kd, Kd, nv, nv))
+        _orders_first(W, G)
+        return G
 
     def _curvature(self, q_stack, values, weights):
         """The second-order part sum_i w_i omega_m sum_d y_id Hess(y_id) of the link and torque
@@ -630,38 +641,32 @@ class MotionProblem:
         terms = [self.terms[i] for i in self.nonlinear]
         omega = self.quadrature.weights
         lambdas = [weights[i] * omega[:, None] * values[i][0] for i in self.nonlinear]
-        stack = q_stack[:, :Kd]
+        stack = np.ascontiguousarray(q_stack[:, :Kd])
         steps = FD_STACK_STEP * np.maximum(1.0, np.abs(stack[:, :O]))       # (N, O, nv)
-        vjps = [_vjp(lam, values[i][1][:, :, :Kd]) for lam, i in zip(lambdas, self.nonlinear)]
-        bases = [sum(v for v, g in zip(vjps, part) if g == group) for group in range(2)]
-        columns = np.zeros((2, N, Kd, O, nv, nv))   # S[group, m, t, o, k, j], orders first
+        # C[group, m, o, j, t, k] = S[m, t, o, k, j] of the group's terms
+        columns = np.zeros((1 if groups is None else 2, N, O, nv, Kd, nv))
         torques = None if groups is None else _MassDifferences(self, terms, part, lambdas,
                                                                values.engine)
+        # lambda^T Jy by numpy's matmul (BLAS): a compiled loop over the strided term
+        # Jacobians took twice as long on link terms (42 rows; bench_peers' link case)
+        vjps = [_vjp(lam, values[i][1]) for lam, i in zip(lambdas, self.nonlinear)]
+        bases = {group: _group_sum(vjps, part, group) for group in set(part.tolist())}
         for block in self._direction_groups(differenced * nv, values):
-            perturbed = np.repeat(stack[None], len(block), axis=0)
-            for e, entry in enumerate(block):
-                o, j = divmod(entry, nv)
-                perturbed[e, :, o, j] += steps[:, o, j]
+            perturbed = np.empty((len(block), N, Kd, nv))
+            _perturbed_stacks(stack, steps, block.start, perturbed)
             moved = term_values(self.model, terms, perturbed.reshape(-1, Kd, nv),
                                 source=self.jacobians, values=False)
-            for group in range(2):
-                if not any(g == group for g in part):
-                    continue
-                g = sum(_vjp(lam, Jy.reshape((len(block), N) + Jy.shape[1:]))
-                        for lam, (_, Jy), k in zip(lambdas, moved, part) if k == group)
-                for e, entry in enumerate(block):
-                    o, j = divmod(entry, nv)
-                    columns[group, :, :, o, :, j] = (g[e] - bases[group]) / steps[:, o, j,
-                                                                                 None, None]
+            moved_vjps = [_vjp(lam, Jy.reshape((len(block), N) + Jy.shape[1:]))
+                          for lam, (_, Jy) in zip(lambdas, moved)]
+            for group, base in bases.items():
+                _vjp_differences(_flat(_group_sum(moved_vjps, part, group)), _flat(base),
+                                 steps, block.start, _flat(columns[group]))
             if torques is not None:
-                torques.add(moved.engine, block, steps[:, 0])
+                torques.add(moved.engine, block.start, steps)
         if groups is not None:
-            _identity_blocks(columns, torques)
-        columns = columns.sum(axis=0)
-        S = np.zeros((N, Kd, Kd, nv, nv))
-        S[:, :O, :O] = 0.5 * (columns[:, :O] + columns[:, :O].transpose(0, 2, 1, 4, 3))
-        S[:, O:, :O] = columns[:, O:]
-        S[:, :O, O:] = columns[:, O:].transpose(0, 2, 1, 4, 3)
+            _identity_blocks(columns, torques.E, torques.U, torques.rate)
+        S = np.empty((N, Kd, Kd, nv, nv))
+        _symmetrized_curvature(columns, S)
         return S
 
     def _identity_groups(self):
@@ -737,49 +742,166 @@ class _MassDifferences:
         N, nv = len(problem.quadrature.weights), problem.model.nv
         self.lam = np.zeros((2, N, nv))
         for term, group, lam in zip(terms, part, lambdas):
-            if term.kind == "torque":
-                self.lam[group][:, list(term.joints)] += lam
-        self.rate = bool(np.any(part == 1))
+            if term.kind == "torque":       # P_i^T: every joint (a slice) or the kept ones
+                joints = slice(None) if term.joints == tuple(range(nv)) else list(term.joints)
+                self.lam[group][:, joints] += lam
+        self.rate = 1 in part.tolist()
         self.torques = any(term.kind == "torque" for term in terms)
         self.E, self.U = np.zeros((2, N, nv, nv)), np.zeros((N, nv, nv))
-        if self.torques:
-            self.M, self.Mdot = self._matrices(engine["joint_torque"])
+        self.J = engine["joint_torque"] if self.torques else None
 
-    def _matrices(self, J):
-        """(M, Mdot or None) from torque Jacobians J (..., N, k+1, nv, K, nv)."""
-        M = J[..., 0, :, 2, :]
-        return M, J[..., 1, :, 2, :] - J[..., 0, :, 1, :] if self.rate else None
-
-    def add(self, engine, block, steps):
-        """Add the differences of the directions q_j, j in the range ``block``, whose
-        perturbed samples (steps (N, nv)) follow each other in the engine's Jacobians
+    def add(self, engine, first, steps):
+        """Add the differences of the directions q_b, b = first, first + 1, ..., whose
+        perturbed samples (steps (N, O, nv)) follow each other in the engine's Jacobians
         ``engine``."""
-        if not self.torques:
-            return
-        J = engine["joint_torque"]
-        M, Mdot = self._matrices(J.reshape((len(block), -1) + J.shape[1:]))
-        columns = slice(block.start, block.stop)
-        inverse = 1.0 / steps[:, columns].T[:, :, None, None]
-        lam = self.lam[:, :, columns]
-        self.E += np.einsum("gmn,nmab->gmab", lam, (M - self.M) * inverse)
-        if self.rate:
-            self.U += np.einsum("mn,nmab->mab", lam[1], (Mdot - self.Mdot) * inverse)
+        if self.torques:
+            _add_mass_differences(self.J, engine["joint_torque"], self.lam, steps, first,
+                                  self.rate, self.E, self.U)
 
 
-def _identity_blocks(columns, torques):
+@jit_kernel
+def _perturbed_stacks(stack, steps, first, perturbed):
+    """perturbed[e] = the stack (N, Kd, nv) with q^(o)_j moved by steps[:, o, j], (o, j) =
+    divmod(first + e, nv): the samples of the differences of :meth:`MotionProblem._curvature`,
+    direction after direction."""
+    N, Kd, nv = stack.shape
+    for e in range(perturbed.shape[0]):
+        o, j = divmod(first + e, nv)
+        for m in range(N):
+            for t in range(Kd):
+                for k in range(nv):
+                    perturbed[e, m, t, k] = stack[m, t, k]
+            perturbed[e, m, o, j] += steps[m, o, j]
+
+
+def _group_sum(vjps, part, group):
+    """sum_i g_i over the terms i of ``group`` (``part``: each term's group); a lone term's
+    own array (no copy)."""
+    members = [v for v, g in zip(vjps, part) if g == group]
+    return members[0] if len(members) == 1 else sum(members)
+
+
+@jit_kernel
+def _vjp_differences(g, base, steps, first, columns):
+    """columns[m, o, j] = (g[e, m] - base[m]) / h, h = steps[m, o, j], (o, j) =
+    divmod(first + e, nv): the forward differences of the vector-Jacobian products g
+    (B, N, Kd nv) of the perturbed samples against those at the stack, base (N, Kd nv);
+    columns (N, O, nv, Kd nv) (:meth:`MotionProblem._curvature`)."""
+    nv = steps.shape[2]
+    for e in range(g.shape[0]):
+        o, j = divmod(first + e, nv)
+        for m in range(g.shape[1]):
+            for p in range(g.shape[2]):
+                columns[m, o, j, p] = (g[e, m, p] - base[m, p]) / steps[m, o, j]
+
+
+@jit_kernel
+def _add_mass_differences(J, moved, lam, steps, first, rate, E, U):
+    """E[g, m] += sum_b lam[g, m, b] (M_m(q + h e_b) - M_m(q)) / h and, with ``rate``,
+    U[m] += sum_b lam[1, m, b] (Mdot_m(q + h e_b) - Mdot_m(q)) / h, h = steps[m, 0, b],
+    over the directions b = first + e of the perturbed samples e N + m of ``moved``; M =
+    J[:, 0, :, 2], Mdot = J[:, 1, :, 2] - J[:, 0, :, 1] in the torque Jacobians J (N, k+1,
+    nv, K, nv) (:class:`_MassDifferences`)."""
+    N, nv = lam.shape[1], lam.shape[2]
+    for e in range(moved.shape[0] // N):
+        b = first + e
+        for m in range(N):
+            inverse, r = 1.0 / steps[m, 0, b], e * N + m
+            for i in range(nv):
+                for k in range(nv):
+                    dM = (moved[r, 0, i, 2, k] - J[m, 0, i, 2, k]) * inverse
+                    E[0, m, i, k] += lam[0, m, b] * dM
+                    E[1, m, i, k] += lam[1, m, b] * dM
+                    if rate:
+                        dMdot = ((moved[r, 1, i, 2, k] - moved[r, 0, i, 1, k])
+                                 - (J[m, 1, i, 2, k] - J[m, 0, i, 1, k])) * inverse
+                        U[m, i, k] += lam[1, m, b] * dMdot
+
+
+@jit_kernel
+def _identity_blocks(columns, E, U, rate):
     """The (q', q') and (q'', q') blocks of :meth:`MotionProblem._curvature`'s identities,
-    in place, from its differenced q columns (2 groups, N, Kd, 2, nv, nv) and the mass
-    matrix differences ``torques`` (:class:`_MassDifferences`); the (q, q') blocks are the
-    transposes of the (q', q) ones."""
-    def T(A):
-        return A.transpose(0, 2, 1)
-    X = columns[0, :, 2, 0]
-    columns[0, :, 1, 1] = X + T(X) - torques.E[0]
-    if torques.rate:
-        Z, D = columns[1, :, 2, 0], columns[1, :, 3, 0]
-        columns[1, :, 1, 1] = Z + T(Z) - torques.U
-        columns[1, :, 2, 1] = 2 * D + T(D) - torques.E[1]
-    columns[:, :, 0, 1] = columns[:, :, 1, 0].transpose(0, 1, 3, 2)
+    in place, from its differenced q columns C (2 groups, N, 2, nv, Kd, nv), C[g, m, o, j,
+    t, k] = S_g[m, t, o, k, j], and the mass matrix differences E, U
+    (:class:`_MassDifferences`): X + X^T - E_0 (X the (q'', q) block of group 0) and, with
+    ``rate``, Z + Z^T - U and 2 D + D^T - E_1 (Z, D the (q'', q) and (q''', q) blocks of
+    group 1); the (q, q') blocks are the transposes of the (q', q) ones."""
+    nv = columns.shape[3]
+    for m in range(columns.shape[1]):
+        X, Z = columns[0, m, 0], columns[1, m, 0]          # [j, t, k] = S[t, 0, k, j]
+        for k in range(nv):
+            for j in range(nv):
+                columns[0, m, 1, j, 1, k] = X[j, 2, k] + X[k, 2, j] - E[0, m, k, j]
+                if rate:
+                    columns[1, m, 1, j, 1, k] = Z[j, 2, k] + Z[k, 2, j] - U[m, k, j]
+                    columns[1, m, 1, j, 2, k] = 2 * Z[j, 3, k] + Z[k, 3, j] - E[1, m, k, j]
+        for g in range(2):
+            for k in range(nv):
+                for j in range(nv):
+                    columns[g, m, 1, j, 0, k] = columns[g, m, 0, k, 1, j]
+
+
+@jit_leaf
+def _summed_groups(columns, m, o, j, t, k):
+    """c[m, t, o, k, j] = sum_g C[g, m, o, j, t, k] (:func:`_symmetrized_curvature`)."""
+    c = columns[0, m, o, j, t, k]
+    for g in range(1, columns.shape[0]):
+        c += columns[g, m, o, j, t, k]
+    return c
+
+
+@jit_kernel
+def _symmetrized_curvature(columns, S):
+    """S (N, Kd, Kd, nv, nv) from the differenced columns C (groups, N, O, nv, Kd, nv) of
+    :meth:`MotionProblem._curvature`, summed over the groups (:func:`_summed_groups`, c):
+    S[t, o] = (c[t, o] + c[o, t]^T) / 2 where both orders are below O, S[t, o] = c[t, o]
+    and S[o, t] = c[t, o]^T for o < O <= t, zero for both >= O."""
+    O, nv, Kd = columns.shape[2], columns.shape[3], columns.shape[4]
+    for m in range(columns.shape[1]):
+        for t in range(O):
+            for o in range(O):
+                for k in range(nv):
+                    for j in range(nv):
+                        S[m, t, o, k, j] = 0.5 * (_summed_groups(columns, m, o, j, t, k)
+                                                  + _summed_groups(columns, m, t, k, o, j))
+        for t in range(O, Kd):
+            for o in range(O):
+                for k in range(nv):
+                    for j in range(nv):
+                        S[m, t, o, k, j] = S[m, o, t, j, k] = _summed_groups(columns, m, o, j, t, k)
+            for o in range(O, Kd):
+                for k in range(nv):
+                    for j in range(nv):
+                        S[m, t, o, k, j] = 0.0
+
+
+@jit_kernel
+def _add_gauss_newton(scale, Jy, W):
+    """W[m, p, q] += sum_d scale_m (Jy[m, d, p] Jy[m, d, q]): one term's w_i omega_m Jy_m^T
+    Jy_m, Jy (N, d, Kd nv) (flattened stack entries p = s nv + a), W (N, Kd nv, Kd nv),
+    symmetric to the bit (each product taken in both orders is the same)."""
+    for m in range(Jy.shape[0]):
+        for d in range(Jy.shape[1]):
+            row = Jy[m, d]
+            for p in range(row.size):
+                x, out = row[p], W[m, p]
+                for q in range(row.size):
+                    out[q] += scale[m] * (x * row[q])
+
+
+@jit_kernel
+def _orders_first(W, G):
+    """G[m, s, t, a, b] = W[m, s nv + a, t nv + b]: stack Hessians W (N, Kd nv, Kd nv) as
+    G (N, Kd, Kd, nv, nv), the order axes first, as ``SplineChain.hessian`` takes them."""
+    Kd, nv = G.shape[1], G.shape[3]
+    for m in range(G.shape[0]):
+        for s in range(Kd):
+            for a in range(nv):
+                row = W[m, s * nv + a]
+                for t in range(Kd):
+                    out = G[m, s, t, a]
+                    for b in range(nv):
+                        out[b] = row[t * nv + b]
 
 
 @jit_kernel
@@ -856,9 +978,9 @@ def _vjp(lam, Jy):
     return flat.reshape(Jy.shape[:-3] + Jy.shape[-2:])
 
 
-def _orders_first(G, K, nv):
-    """Stack Hessians (N, K nv, K nv) as (N, K, K, nv, nv), the order axes first."""
-    return G.reshape(-1, K, nv, K, nv).transpose(0, 1, 3, 2, 4)
+def _flat(A):
+    """A (..., K, nv) as (..., K nv): the stack entries of one node flattened, s nv + j."""
+    return A.reshape(A.shape[:-2] + (-1,))
 
 
 class _Deferred:
