@@ -195,7 +195,7 @@ class _Limits:
                                               self._problem.free_rows[0])
 
     def active(self, tolerance):
-        return np.flatnonzero(self.b <= tolerance)
+        return (self.b <= tolerance).nonzero()[0]
 
     def held(self, working, tolerance):
         """The constraints of the working set ``working`` that are active at the iterate:
