@@ -9,7 +9,7 @@ import kinematic_trees as kt
 from ioc.banded import band_to_dense
 from ioc.bspline import DD
 from ioc.costs import NAMED_TERMS
-from ioc.direct import SolverOptions, _Limits, _StepMatrix, solve
+from ioc.direct import SolverOptions, _Limits, _StepMatrix, _stationarity, kkt_residual, solve
 from ioc.problem import MotionProblem
 from conftest import PAPER, CASES, chain_gradient_matrix
 from ioc_synthetic import hanging_on_a_limit
@@ -580,3 +580,28 @@ def test_evaluate_equals_the_selector_products_bit_for_bit(chain3):
     assert np.array_equal(ev.grads, grads)
     assert np.array_equal(ev.gradient, np.tensordot(weights, grads, axes=1))
     assert np.array_equal(ev.gross_gradient, abs(C) @ gross_stack.reshape(N * K, nv))
+
+
+def test_stationarity_equals_numpys_norms_bit_for_bit(chain3):
+    """_stationarity's norms (sqrt(x . x)) and maxima (array methods) against the formulas
+    with numpy.linalg.norm, np.max and np.flatnonzero: equal bit for bit, at an iterate
+    with active limits (a limit-hugging start), unequal weights, a torque term."""
+    problem = MotionProblem(chain3, ("joint_acceleration", "joint_torque"), duration=2.0,
+                            samples=40, control_points=12, start=[0.0, 1.0, 0.0],
+                            goal=[0.0, -1.0, 0.0], limits=([-3, -3, -3], [3, 1.0, 3]))
+    rng = np.random.default_rng(8)
+    theta = problem.initial_theta()
+    theta = DD.of(theta.hi + 0.01 * rng.normal(size=theta.hi.shape))
+    weights, options = np.array([0.3, 0.7]), SolverOptions(active_tolerance=0.05)
+    ev, limits = problem.evaluate(theta, weights), _Limits(problem, theta)
+    stat, mu, active = _stationarity(problem, ev, weights, limits, options)
+    free = problem.free_slice
+    expected_active = np.flatnonzero(limits.b <= options.active_tolerance)
+    assert len(expected_active) and np.array_equal(active, expected_active)
+    residual, expected_mu = kkt_residual(ev.gradient.ravel()[free], limits, expected_active)
+    terms = weights[:, None] * ev.grads.reshape(2, -1)[:, free]
+    scale = float(np.sqrt(np.max(np.einsum("ij,ij->i", terms, terms))))
+    gross = float(np.linalg.norm(ev.gross_gradient.ravel()[free]))
+    absolute = float(np.linalg.norm(residual))
+    assert np.array_equal(mu, expected_mu) and absolute > 0
+    assert stat == (absolute, absolute / scale, np.finfo(float).eps * gross / scale)

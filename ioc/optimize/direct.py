@@ -195,7 +195,7 @@ class _Limits:
                                               self._problem.free_rows[0])
 
     def active(self, tolerance):
-        return np.flatnonzero(self.b <= tolerance)
+        return (self.b <= tolerance).nonzero()[0]
 
     def held(self, working, tolerance):
         """The constraints of the working set ``working`` that are active at the iterate:
@@ -296,17 +296,17 @@ def active_set_step(chol, band, g, limits, working, tolerance, max_iterations=20
     """Primal active-set solution of min g^T d + 1/2 d^T H d s.t. A d <= b, from d = 0
     (feasible) and the constraints of ``working`` that are active at d = 0.
     Returns (d, working set)."""
-    d = np.zeros_like(g)
+    d = np.zeros(g.shape)
     W = limits.held(working, tolerance)
     scale = 0.0
     for inner in range(max_iterations):
         gk = g + band_matvec(band, d) if inner else g
         p, mu = _equality_step(chol, gk, limits, W)
-        size = float(np.max(np.abs(p)))
-        scale = max(scale, size, float(np.max(np.abs(d))) if inner else 0.0)    # d = 0 first
+        size = float(np.abs(p).max())
+        scale = max(scale, size, float(np.abs(d).max()) if inner else 0.0)    # d = 0 first
         if inner and size <= 1e-9 * scale or size == 0.0:
             # d solves the equality problem on W: optimal if no multiplier is negative
-            if len(mu) == 0 or np.min(mu) >= 0:
+            if len(mu) == 0 or mu.min() >= 0:
                 return d, W
             W.pop(int(np.argmin(mu)))
             continue
@@ -314,7 +314,7 @@ def active_set_step(chol, band, g, limits, working, tolerance, max_iterations=20
         if limits.A.shape[0]:
             Ap = limits.of_step(p)
             slack = limits.b - limits.of_step(d) if inner else limits.b     # d = 0 at first
-            if not np.all(Ap <= slack):                 # else all ratios >= 1: none blocks
+            if not (Ap <= slack).all():                 # else all ratios >= 1: none blocks
                 candidates = np.flatnonzero(Ap > 1e-300)
                 if W:
                     candidates = candidates[~np.isin(candidates, W)]
@@ -429,7 +429,7 @@ def _solve_normalised(problem, w, theta0, options, progress):
             status = "converged" if stat[1] <= options.acceptable else "stalled"
             break
         previous, (theta, alpha, ev) = ev, accepted
-        step_norm = float(np.max(np.abs(alpha * step)))
+        step_norm = float(np.abs(alpha * step).max())
         limits = _Limits(problem, theta)
         new_stat, mu, active = _stationarity(problem, ev, w, limits, options)
         if dynamic and new_stat[1] <= CURVATURE_REUSE * stat[1]:
@@ -447,7 +447,7 @@ def _solve_normalised(problem, w, theta0, options, progress):
             mode = "newton"
             ev = problem.evaluate(theta, w, hessian=mode)
         at_floor = stat[1] <= options.acceptable and stalls >= 2
-        if step_norm <= options.step_tolerance * max(1.0, float(np.max(np.abs(theta.hi)))) \
+        if step_norm <= options.step_tolerance * max(1.0, float(np.abs(theta.hi).max())) \
                 or at_floor:
             status = "converged" if stat[1] <= options.acceptable else "stalled"
             break
@@ -477,7 +477,7 @@ def _quadratic_start(problem, theta, w, options, step_matrix):
     factor = step_matrix.newton(band)
     step, working = active_set_step(*factor, g, _Limits(problem, theta), [],
                                     options.active_tolerance)
-    return (problem.with_free_step(theta, step), float(np.max(np.abs(step))), factor,
+    return (problem.with_free_step(theta, step), float(np.abs(step).max()), factor,
             working)
 
 
@@ -502,13 +502,19 @@ def _stationarity(problem, ev, w, limits, options):
         else np.zeros(0, dtype=int)
     residual, mu = kkt_residual(g, limits, active)
     terms = np.asarray(w, dtype=np.float64)[:, None] * ev.grads.reshape(len(w), -1)[:, free]
-    scale = float(np.sqrt(np.max(np.einsum("ij,ij->i", terms, terms))))
-    gross = float(np.linalg.norm(ev.gross_gradient.ravel()[free]))
+    scale = math.sqrt(np.einsum("ij,ij->i", terms, terms).max())
+    gross = _norm(ev.gross_gradient.ravel()[free])
     if scale <= 1e-8 * gross:
         scale = gross
     scale = max(scale, 1e-300)
-    absolute = float(np.linalg.norm(residual))
+    absolute = _norm(residual)
     return (absolute, absolute / scale, ROUNDING * gross / scale), mu, active
+
+
+def _norm(x):
+    """|x|_2 of a float64 vector: numpy.linalg.norm's sqrt(x . x) (the same bits) without
+    its argument handling, a few microseconds a call after the caches were flushed."""
+    return math.sqrt(x.dot(x))
 
 
 def _line_search(problem, theta, w, ev, step, stat, options, limits, mode):
