@@ -129,18 +129,6 @@ def inverse_dynamics(model, q_stack, order=0):
     return tau[0] if single else tau
 
 
-def motion_torques(model, q_stack, order=0):
-    """The joint torque stacks of :func:`motion` (its ``tau``, bit for bit) at any order,
-    from its kernel with the torques alone written: :func:`inverse_dynamics` at orders
-    >= 1, while its order 0 runs the RNEA kernel, whose rounding differs (~1e-16). For
-    solvers that difference torques against the Jacobians of the same kernels."""
-    model = check_model(model)
-    k = check_order(order)
-    stack, single = check_stack(model, q_stack, k + 3)
-    tau = _motion_kernel_torques(model, stack, k)
-    return tau[0] if single else tau
-
-
 def _motion_kernel_torques(model, stack, k):
     """(n_samples, k+1, nv) raw torques of a checked stack by the motion kernel."""
     n_samples, nv = stack.shape[0], stack.shape[2]
@@ -333,8 +321,16 @@ def _torque_jacobian(model, stack, k):
     """d tau / d q_stack of a validated stack: (n_samples, k+1, nv, k+3, nv), at order 0 by
     the world-frame kernel of Pinocchio's form (``cmtm.rnea_derivatives``), above by the
     world-frame jets of Lemma 6 (``cmtm.torque_jacobian``)."""
-    pass_ = _torque_derivatives_pass if k == 0 else _torque_jacobian_pass
-    return pass_(model, stack, k, False, True)[1]
+    return _torque_pass(model, stack, k, False, True)[1]
+
+
+def _torque_pass(model, stack, k, values, jacobian):
+    """(tau or None, J or None) of a validated stack from one call of the torque Jacobian's
+    kernel of order k (:func:`_torque_derivatives_pass` at 0, :func:`_torque_jacobian_pass`
+    above)."""
+    if k == 0:
+        return _torque_derivatives_pass(model, stack, k, values, jacobian)
+    return _torque_jacobian_pass(model, stack, k, values, jacobian)
 
 
 def _torque_jacobian_pass(model, stack, k, values, jacobian):
@@ -372,8 +368,7 @@ def torques_and_jacobian(model, q_stack, order=0, *, values=True, jacobian=True)
     nv = stack.shape[2]
     reserve("torques_and_jacobian", stack.shape[0],
             8 * (k + 1) * nv * (values + (k + 3) * nv * jacobian), SAMPLES_SPLIT)
-    pass_ = _torque_derivatives_pass if k == 0 else _torque_jacobian_pass
-    tau, J = pass_(model, stack, k, values, jacobian)
+    tau, J = _torque_pass(model, stack, k, values, jacobian)
     return tuple(None if x is None else x[0] if single else x for x in (tau, J))
 
 

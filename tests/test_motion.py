@@ -96,16 +96,6 @@ def test_tau_order0_matches_pinocchio_rnea(case):
     assert_close(cmtm.inverse_dynamics(model, q[:, :3])[:, 0], expected, REL_PIN, "fast tau")
 
 
-@pytest.mark.parametrize("order", [0, 1, 2])
-def test_motion_torques_are_motions_tau_bit_for_bit(tree12, order):
-    """cmtm.api.motion_torques: the motion kernel with the torques alone written, the same
-    bits as cmtm.motion(...).tau at every order (inverse_dynamics runs it at orders >= 1)."""
-    q = random_stack(tree12, order + 3, n_samples=4, seed=21)
-    tau = cmtm.motion(tree12, q, order=order).tau
-    np.testing.assert_array_equal(cmtm.api.motion_torques(tree12, q, order), tau)
-    np.testing.assert_array_equal(cmtm.api.motion_torques(tree12, q[1], order), tau[1])
-
-
 def test_link_velocity_and_acceleration_match_pinocchio_data_v_and_a(case):
     """v_L at order 1 is [v; v']; v' is the gravity-free body acceleration, Pinocchio data.a."""
     model, pin_model, perm = case
