@@ -797,11 +797,12 @@ def _vjp_differences(g, base, steps, first, columns):
 
 @jit_kernel
 def _add_mass_differences(J, moved, lam, steps, first, rate, E, U):
-    """E[g, m] += sum_b lam[g, m, b] (M_m(q + h e_b) - M_m(q)) / h and, with ``rate``,
-    U[m] += sum_b lam[1, m, b] (Mdot_m(q + h e_b) - Mdot_m(q)) / h, h = steps[m, 0, b],
-    over the directions b = first + e of the perturbed samples e N + m of ``moved``; M =
-    J[:, 0, :, 2], Mdot = J[:, 1, :, 2] - J[:, 0, :, 1] in the torque Jacobians J (N, k+1,
-    nv, K, nv) (:class:`_MassDifferences`)."""
+    """E[g, m] += sum_b lam[g, m, b] (M_m(q + h e_b) - M_m(q)) / h (g = 1, the torque
+    rates' multipliers, only with ``rate``: without, they are zero and E[1] is not read)
+    and, with ``rate``, U[m] += sum_b lam[1, m, b] (Mdot_m(q + h e_b) - Mdot_m(q)) / h,
+    h = steps[m, 0, b], over the directions b = first + e of the perturbed samples e N + m
+    of ``moved``; M = J[:, 0, :, 2], Mdot = J[:, 1, :, 2] - J[:, 0, :, 1] in the torque
+    Jacobians J (N, k+1, nv, K, nv) (:class:`_MassDifferences`)."""
     N, nv = lam.shape[1], lam.shape[2]
     for e in range(moved.shape[0] // N):
         b = first + e
@@ -811,8 +812,8 @@ def _add_mass_differences(J, moved, lam, steps, first, rate, E, U):
                 for k in range(nv):
                     dM = (moved[r, 0, i, 2, k] - J[m, 0, i, 2, k]) * inverse
                     E[0, m, i, k] += lam[0, m, b] * dM
-                    E[1, m, i, k] += lam[1, m, b] * dM
                     if rate:
+                        E[1, m, i, k] += lam[1, m, b] * dM
                         dMdot = ((moved[r, 1, i, 2, k] - moved[r, 0, i, 1, k])
                                  - (J[m, 1, i, 2, k] - J[m, 0, i, 1, k])) * inverse
                         U[m, i, k] += lam[1, m, b] * dMdot
