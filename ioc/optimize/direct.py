@@ -65,7 +65,14 @@ minimum-jerk start (iterations, differenced curvatures): case (b) 11, 11 -> 12, 
 (c) 22, 22 -> 22, 20; the Panda 4, 4 -> 4, 2; the Panda link-space case 16, 16 -> 19, 15.
 Reusing it also after steps that the quadratic model predicted within 25 % saved 10-20 %
 more curvatures but took the test suite's estimator problem (case (c)'s terms, unequal
-weights) to another local minimum (cost 1682.0 instead of 1779.9), so it is not done."""
+weights) to another local minimum (cost 1682.0 instead of 1779.9), so it is not done.
+At 727f327 (iterations, curvatures; b 12, 10; c 22, 20; link 10, 7): a factor 2e-2, 5e-2,
+1e-1: b 13, 10; 13, 10; 13, 9; c 22, 19; 23, 19; 25, 18; link 10, 7; 10, 7; 16, 6; the
+Panda 4, 2; 6, 1; 6, 1; 16 variants of (b), (c) (_StepMatrix) 271, 215; 283, 206;
+297, 202 against 258, 220. Reusing it after every shifted step: b 15, 8; c 23, 13;
+link 12, 7; at every other step: b 19, 8; c 24, 11; the Panda 6, 1. Reusing it also below the
+``acceptable`` stationarity: c 22, 19, but it ended at 2.6e-12 (9 times its rounding
+floor) instead of 9.9e-13."""
 START_MODES = ("gauss_newton", "newton")
 
 
@@ -229,7 +236,33 @@ class _StepMatrix:
     22 against 28 (and a different local minimum), (c) with unequal weights 22 against
     22, the Panda link-space case of bench_peers 10 against 14; tau from 1e-10 against
     1e-8 and 1e-12: (c) 22, 22, 21, (c) unequal 22, 31, 25, link-space 10, 18, 11;
-    shifts by tau diag(H) instead of tau max(diag) took 27-39 iterations on (c)."""
+    shifts by tau diag(H) instead of tau max(diag) took 27-39 iterations on (c).
+
+    Measured again at 727f327 (s46): H is indefinite at iterations 1-6 of case (b)'s 12 and
+    1-10 of (c)'s 22 (23 and 39 Cholesky attempts, 7 at the first iterate), and the shift
+    is 1.4-58 times |lambda_min(H)| on (b), 1.35-74 on (c); yet the unshifted quadratic
+    model predicts the cost change of every shifted full step to within 0.87-1.03, the
+    steps that fail are longer ones (b's 6th, c's 7th and 11th). Shorter shifts are
+    chaotic in the iteration count and reach other local minima; iterations (b, c, the
+    Panda link-space case, which takes 10) from the minimum-jerk start:
+    * decay by 1/2, 1/5, 1/10, 1/30 instead of 1/3: b 14, 13, 12, 10; c 23, 20, 18, 21;
+      link 11, 8, 11, 10;
+    * the last shift also divided by 2, 3, 5, 8, 10, 15, 30 after a full step: b 10, 11,
+      13, 11, 10, 11, 13; c 21, 18, 21, 25, 21, 20, 19; link 11, 11, 13, 10, 10, 9, 9; on
+      16 variants of (b) and (c) (weights exp U(-2, 2), start and goal U(-2, 2)) 10 and
+      15 took 249 and 260 iterations against 258 and reached a minimum of cost 12653
+      instead of 5120 on one;
+    * shift beta |lambda_min| (dense eigenvalues), beta 1.05-8: b 9-16, c 16-29, link 7-18;
+    * modified Newton (negative eigenvalues flipped or clamped to 1e-9 .. 1e-7 max(diag)):
+      b 10-15, c 22-52, link 8-101;
+    * a trust region on |d|_2 (the shift chosen for |d| in [R/2, R], R from the ratio
+      of actual to predicted change, grown by 2-8): b 10, c 22-26, link 7-9, but
+      865-1010 iterations on the 16 variants (two stagnate at the smallest shift with an
+      indefinite H: that hard case needs a negative-curvature direction).
+    Starting at a third of the last shift, without the unshifted attempt, while that is
+    >= 1e-8 keeps the iterations and costs on a, b, c and link and saves 5 and 7
+    factorizations of ~20 us on (b) and (c) (under 1 % of the solve), so H is still
+    tried first (tests/test_direct.py expects shift 0 for a definite H after shifts)."""
 
     def __init__(self, problem, options):
         self.problem, self.options = problem, options
@@ -524,7 +557,11 @@ def _line_search(problem, theta, w, ev, step, stat, options, limits, mode):
     evaluation serves the next iteration); shorter ones on the cost alone first. A
     Gauss-Newton full step is doubled while the cost keeps falling and the limits allow
     (long curved valleys). Where the cost change is below its rounding (near the optimum)
-    a step that lowers the stationarity is taken."""
+    a step that lowers the stationarity is taken. Measured at 727f327 (iterations on
+    cases b, c and the Panda link-space case: 12, 22, 10): the next alpha from the
+    quadratic through the cost, its slope and the rejected cost (within [0.1, 0.5] alpha)
+    took 13, 22, 12; a non-monotone rule (Armijo against the largest of the last 2 or 4
+    costs) 12, 21, 11 and 12, 25, 10."""
     g = ev.gradient.ravel()[problem.free_slice]
     slope = float(g @ step)
     rounding = 1e-13 * abs(ev.cost)
