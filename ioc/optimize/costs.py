@@ -245,9 +245,10 @@ def point_list(terms):
 def engine_quantities(terms):
     """The engine quantities of the link and torque terms: "link_velocity", "joint_torque"
     (in that order) as some term needs them."""
+    kinds = {term.kind for term in terms}
     return tuple(quantity for kind, quantity in (("link", "link_velocity"),
                                                  ("torque", "joint_torque"))
-                 if any(term.kind == kind for term in terms))
+                 if kind in kinds)
 
 
 def engine_bytes(model, terms):
@@ -430,9 +431,11 @@ def _term_value(term, q_stack, motion, jacobians, with_jacobian):
         J = jacobians["link_velocity"][:, r]
         J = J[:, rows] if len(rows) < J.shape[1] else J
     else:
-        y = None if motion is None else motion.tau[:, r][:, term.joints]
+        every_joint = term.joints == tuple(range(nv))
+        y = None if motion is None else \
+            motion.tau[:, r] if every_joint else motion.tau[:, r][:, term.joints]
         if not with_jacobian:
             return y, None
         J = jacobians["joint_torque"][:, r]
-        J = J if term.joints == tuple(range(J.shape[1])) else J[:, term.joints]
+        J = J if every_joint else J[:, term.joints]
     return y, _widened(J, K)
