@@ -175,7 +175,7 @@ def screw_twist_jets(v_parent, q, i, rate_scale, s, v):
                 v[m, r] += s[a, r] * rate
 
 
-@jit
+@jit_leaf
 def world_screw(joint_type, axis, w_R, w_p, s):
     """s = [u; p x u] with u = w_R a (revolute: a line through p), or [0; w_R a]."""
     u0 = w_R[0, 0] * axis[0] + w_R[0, 1] * axis[1] + w_R[0, 2] * axis[2]
