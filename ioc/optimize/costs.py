@@ -431,11 +431,9 @@ def _term_value(term, q_stack, motion, jacobians, with_jacobian):
         J = jacobians["link_velocity"][:, r]
         J = J[:, rows] if len(rows) < J.shape[1] else J
     else:
-        every_joint = term.joints == tuple(range(nv))
-        y = None if motion is None else \
-            motion.tau[:, r] if every_joint else motion.tau[:, r][:, term.joints]
+        y = None if motion is None else motion.tau[:, r][:, term.joints]
         if not with_jacobian:
             return y, None
         J = jacobians["joint_torque"][:, r]
-        J = J if every_joint else J[:, term.joints]
+        J = J if term.joints == tuple(range(J.shape[1])) else J[:, term.joints]
     return y, _widened(J, K)
