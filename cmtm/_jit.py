@@ -193,7 +193,7 @@ block helpers too (write_raw_blocks, add_blocks, copy and zero) made the order-1
 Jacobian ~20 % faster but cost 1.7 s of the comprehensive kernel's compile, which calls them
 at many sites. The four pose and inertia helpers were the last calls left in the order-0
 torque Jacobian's per-sample loop (one each per link, with ~40 scalar arguments): 3-link
-chain, one thread, 600 samples, two alternating rounds, 720-737 -> 638-659 ns per sample,
+chain, one thread, 600 samples, two alternating rounds, 720-737 -> 638-667 ns per sample,
 identical bits for every public function (3-link chain, Panda, example-robot-data's human)."""
 
 jit_inline = helper(inline="always")
