@@ -369,7 +369,9 @@ def torques_and_jacobian(model, q_stack, order=0, *, values=True, jacobian=True)
     reserve("torques_and_jacobian", stack.shape[0],
             8 * (k + 1) * nv * (values + (k + 3) * nv * jacobian), SAMPLES_SPLIT)
     tau, J = _torque_pass(model, stack, k, values, jacobian)
-    return tuple(None if x is None else x[0] if single else x for x in (tau, J))
+    if single:
+        return None if tau is None else tau[0], None if J is None else J[0]
+    return tau, J
 
 
 def _torque_derivatives_pass(model, stack, k, values, jacobian):

@@ -53,7 +53,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cmtm._jit import claim_samples, jit, jit_inline, jit_kernel
+from cmtm._jit import claim_samples, jit, jit_inline, jit_kernel, jit_leaf
 from cmtm.spatial import (JOINT_REVOLUTE, force_cross_add, joint_screw_add,
                           joint_screw_into, motion_cross_add)
 
@@ -108,7 +108,7 @@ def crba_workspace(kernel_model, n_chunks):
 
 # --- spatial algebra on (R, p) and joint screws ---
 
-@jit
+@jit_leaf
 def link_pose_in_parent(joint_type, axis, R0, p0, q, E, R, p):
     """(R, p) = A_0 E(q): R = R_0 exp(q [a x]) (revolute), p = p_0 + R_0 a q (prismatic);
     E: (3, 3) work array for exp(q [a x]) = cos q E + sin q [a x] + (1 - cos q) a a^T."""
@@ -131,7 +131,7 @@ def link_pose_in_parent(joint_type, axis, R0, p0, q, E, R, p):
             p[r] = p0[r] + (R0[r, 0] * axis[0] + R0[r, 1] * axis[1] + R0[r, 2] * axis[2]) * q
 
 
-@jit
+@jit_leaf
 def world_pose(R_parent, p_parent, R, p, w_R, w_p):
     """Pose of a link in the base: w_R = R_parent R, w_p = R_parent p + p_parent."""
     for r in range(3):
@@ -206,7 +206,7 @@ def force_to_parent(R, p, f, out):
         out[r] = f_parent[r]
 
 
-@jit
+@jit_leaf
 def composite_inertia_to_parent_add(R, p, m, mc, I_O, m_out, mc_out, I_out):
     """(m_out, mc_out, I_out) += A^* (m, mc, I_O) A^{-1} (HandC.m's X^T I^C X): a subtree
     inertia (mass m, first moment mc = m c, rotational inertia I_O about the child origin,

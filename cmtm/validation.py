@@ -249,8 +249,10 @@ def check_stack(model, q_stack, n_orders):
                          f"{most} derivative orders, or samples (n_samples, K, {nv}), got "
                          f"{q_stack.shape}; a trajectory of n positions needs the layout "
                          f"(n, K, {nv}) with q_stack[:, r] = q^(r)")
-    stack = q_stack.reshape((-1,) + q_stack.shape[-2:])[:, :n_orders]
-    return _read_only(np.ascontiguousarray(stack)), single
+    stack = q_stack[None] if single else q_stack
+    if stack.shape[1] > n_orders:
+        stack = np.ascontiguousarray(stack[:, :n_orders])
+    return _read_only(stack), single
 
 
 def check_joint_positions(model, q):

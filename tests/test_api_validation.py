@@ -327,14 +327,22 @@ def test_link_velocity_jacobian_overflow_is_a_value_error():
         cmtm.jacobian(model, q, "link_velocity")
 
 
-def test_torque_jacobian_overflow_is_a_value_error():
+@pytest.mark.parametrize("n", [3, 20])
+def test_torque_jacobian_overflow_is_a_value_error(n):
     """The order-0 torque kernel flags its own non-finite blocks (no scan of the output):
     rates of 1e160 (d tau / d q ~ v^2 beyond float64) in one sample of five must raise,
-    not return inf; rates of 1e152 take the kernel's slow path (pair factors beyond
-    FACTOR_BOUND) to finite blocks, returned by test_large_finite_results_are_returned."""
-    model = kt.compile_tree(kt.serial_chain(3))
-    q = np.zeros((5, 3, 3))
-    q[:, 0] = [0.3, 0.2, 0.1]
+    not return inf, and rates of 1e151 are finite: on a 3-link chain by reading the blocks
+    (fewer than the pair factors), on a 20-link chain by the pair factors, which are
+    beyond FACTOR_BOUND at 1e151 (blocks above 18 FACTOR_BOUND^2: the slow path, every
+    block read) and at 1e160."""
+    model = kt.compile_tree(kt.serial_chain(n))
+    q = np.zeros((5, 3, n))
+    q[:, 0] = np.linspace(0.3, 0.1, n)
+    large = q.copy()
+    large[3, 1] = 1e151
+    J = cmtm.jacobian(model, large, "joint_torque")
+    assert np.isfinite(J).all()
+    assert np.abs(J).max() > 18 * cmtm.rnea_derivatives.FACTOR_BOUND ** 2 or n == 3
     q[3, 1] = 1e160
     assert np.isfinite(cmtm.jacobian(model, q[[0, 1, 2, 4]], "joint_torque")).all()
     with pytest.raises(ValueError, match="joint_torque: expected a finite result"):

@@ -42,7 +42,9 @@ LEAVES = {"cmtm.spatial.matvec6", "cmtm.spatial.matTvec6", "cmtm.spatial.motion_
           "cmtm._jit.claim_samples", "cmtm._jit.index_range",
           "cmtm.torque_jacobian.dot6_columns", "cmtm.torque_jacobian.scaled_columns",
           "cmtm.spatial.cross3_add", "cmtm.point_motion.point_jet",
-          "cmtm.point_motion.column_jet"}
+          "cmtm.point_motion.column_jet", "cmtm.rnea.link_pose_in_parent",
+          "cmtm.rnea.world_pose", "cmtm.rnea.composite_inertia_to_parent_add",
+          "cmtm.rnea_derivatives.world_screw"}
 """The helpers LLVM always inlines (decorated ``jit_leaf``)."""
 CALLED_FROM_PYTHON = {"cmtm.kinematics.joint_geometry",
                       "cmtm.structured_jacobians.jacobian_flags"}

@@ -245,9 +245,10 @@ def point_list(terms):
 def engine_quantities(terms):
     """The engine quantities of the link and torque terms: "link_velocity", "joint_torque"
     (in that order) as some term needs them."""
+    kinds = {term.kind for term in terms}
     return tuple(quantity for kind, quantity in (("link", "link_velocity"),
                                                  ("torque", "joint_torque"))
-                 if any(term.kind == kind for term in terms))
+                 if kind in kinds)
 
 
 def engine_bytes(model, terms):
