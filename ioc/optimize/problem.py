@@ -853,20 +853,23 @@ def _symmetrized_curvature(columns, S):
     """S (N, Kd, Kd, nv, nv) from the differenced columns C (groups, N, O, nv, Kd, nv) of
     :meth:`MotionProblem._curvature`, summed over the groups (:func:`_summed_groups`, c):
     S[t, o] = (c[t, o] + c[o, t]^T) / 2 where both orders are below O, S[t, o] = c[t, o]
-    and S[o, t] = c[t, o]^T for o < O <= t, zero for both >= O."""
+    and S[o, t] = c[t, o]^T for o < O <= t, zero for both >= O. The first is symmetric to
+    the bit (a + b = b + a): computed for (t, k) <= (o, j) and written to both entries."""
     O, nv, Kd = columns.shape[2], columns.shape[3], columns.shape[4]
     for m in range(columns.shape[1]):
         for t in range(O):
-            for o in range(O):
+            for o in range(t, O):
                 for k in range(nv):
-                    for j in range(nv):
-                        S[m, t, o, k, j] = 0.5 * (_summed_groups(columns, m, o, j, t, k)
-                                                  + _summed_groups(columns, m, t, k, o, j))
+                    for j in range(k if o == t else 0, nv):
+                        S[m, t, o, k, j] = S[m, o, t, j, k] = 0.5 * (
+                            _summed_groups(columns, m, o, j, t, k)
+                            + _summed_groups(columns, m, t, k, o, j))
         for t in range(O, Kd):
             for o in range(O):
                 for k in range(nv):
                     for j in range(nv):
-                        S[m, t, o, k, j] = S[m, o, t, j, k] = _summed_groups(columns, m, o, j, t, k)
+                        S[m, t, o, k, j] = S[m, o, t, j, k] = \
+                            _summed_groups(columns, m, o, j, t, k)
             for o in range(O, Kd):
                 for k in range(nv):
                     for j in range(nv):
