@@ -342,9 +342,7 @@ class MotionProblem:
 
     def with_free_step(self, theta, step):
         """theta + step on the free rows (step: (n_free,) float64), in double-double."""
-        full = np.zeros(self.spline.n_control * self.model.nv)
-        full[self.free_slice] = step
-        return dd_add_floats(theta, full.reshape(theta.hi.shape))
+        return dd_add_floats(theta, step.reshape(-1, self.model.nv), self.free_rows[0])
 
     # --- joint limits at the nodes t_c: lower <= q(t_c) <= upper ---
 
