@@ -92,7 +92,8 @@ class SplineChain:
         """(padded, Y) work arrays of :meth:`hessian_blocks` for Kc orders and X entries,
         made on first use and kept: padded (n_spans, slots Kc^2, X), zero in the slots no
         sample fills (the same slots at every call: only the filled ones are written), and
-        Y (n_spans, (p+1)^2, X), overwritten by every product."""
+        Y (n_spans, (p+1)^2, X), overwritten by every product (so one chain serves one
+        thread at a time)."""
         if (Kc, X) not in self._span_products:
             n_spans, n_local = len(self.span_first), self.values.shape[2]
             self._span_products[Kc, X] = (np.zeros((n_spans, self._slots * Kc * Kc, X)),
@@ -107,8 +108,9 @@ class SplineChain:
         matmul), the products summed into the blocks in the order of the spans
         (:func:`_sum_span_products`): the bits of the sparse scatter (1 Y, summed from +0
         in the order of its columns) that it replaces (measured 2026-12-03, bench_peers'
-        case (b), N = 200, Kc = 3, nv = 3, 45 spans, one thread: the Newton Hessian's
-        ``hessian`` 48.5 -> 42.4 us a call, of which numpy's product 25)."""
+        case (b), N = 200, Kc = 3, nv = 3, 45 spans, one BLAS thread: the Newton Hessian's
+        ``hessian`` 48.5 -> 42.4 us a call repeated, of which numpy's product 25; in the
+        solves, median of 40, 96 -> 69 us)."""
         N, Kc = G.shape[:2]
         n_local = self.values.shape[2]
         flat = np.ascontiguousarray(G, dtype=np.float64).reshape(N, -1)
