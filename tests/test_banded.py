@@ -223,9 +223,9 @@ def test_spline_chain_hessian_is_the_scattered_products_bit_for_bit(Kc):
     """SplineChain.hessian (samples into the span slots, span products summed, blocks added
     to the band: compiled loops) against the fancy-index and sparse scatters it replaced
     (:func:`scattered_hessian`): the same bits, added to a band given as ``out``, called
-    twice (its kept work arrays) and with a second stack C added entry by entry (G + C);
-    the samples' first control points unsorted, some spans with fewer samples than the
-    slots (zero slots)."""
+    twice (its kept work arrays), with a second stack C added entry by entry (G + C) and
+    with G a strided view (the Gauss-Newton stack's); the samples' first control points
+    unsorted, some spans with fewer samples than the slots (zero slots)."""
     rng = np.random.default_rng(11)
     n_control, degree, nv = 9, 3, 2
     first, values = random_local_problem(rng, n_samples=23, n_control=n_control,
@@ -240,3 +240,7 @@ def test_spline_chain_hessian_is_the_scattered_products_bit_for_bit(Kc):
     assert np.array_equal(chain.hessian(G, out=base.copy(), C=C),
                           scattered_hessian(chain, G + C, base.copy()))
     assert np.array_equal(chain.hessian(G), scattered_hessian(chain, G, np.zeros_like(base)))
+    W = rng.normal(size=(len(first), Kc * nv, Kc * nv))     # read through a reordering view
+    view = W.reshape(-1, Kc, nv, Kc, nv).transpose(0, 1, 3, 2, 4)
+    assert np.array_equal(chain.hessian(view, out=base.copy(), C=C),
+                          scattered_hessian(chain, np.ascontiguousarray(view) + C, base.copy()))

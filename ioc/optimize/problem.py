@@ -579,17 +579,21 @@ class MotionProblem:
 
     def _gauss_newton_stack(self, values, weights):
         """sum_i w_i omega_m Jy_i^T Jy_i over the link and torque terms, (N, Kd, Kd, nv, nv)
-        (order axes first, as ``SplineChain.hessian`` takes them): the terms' products
-        added (:func:`_add_gauss_newton`). A term's Jacobian is zero beyond its top order
-        (a torque's in q''' where a torque rate shares the engine call, a link velocity's in
-        q''): those columns are left out of its product."""
+        with the order axes first, as ``SplineChain.hessian`` takes them: a view of the
+        products W (N, Kd nv, Kd nv) over the flattened stack entries (s nv + a), G[m, s,
+        t, a, b] = W[m, s nv + a, t nv + b], which the chaining reads in place (no
+        reordered copy). The terms' products are added (:func:`_add_gauss_newton`, on
+        contiguous Jacobians: the innermost loop runs over adjacent entries). A term's
+        Jacobian is zero beyond its top order (a torque's in q''' where a torque rate shares
+        the engine call, a link velocity's in q''): those columns are left out of its
+        product."""
         N, Kd, nv = len(self.quadrature.weights), self.engine_orders, self.model.nv
         omega = self.quadrature.weights
-        G = np.zeros((N, Kd, Kd, nv, nv))
+        W = np.zeros((N, Kd * nv, Kd * nv))
         for i in self.nonlinear:
             Jy = values[i][1][:, :, :self.terms[i].top_order + 1]
-            _add_gauss_newton(weights[i] * omega, Jy, G)
-        return G
+            _add_gauss_newton(weights[i] * omega, np.ascontiguousarray(_flat(Jy)), W)
+        return W.reshape(N, Kd, nv, Kd, nv).transpose(0, 1, 3, 2, 4)
 
     def _curvature(self, q_stack, values, weights):
         """The second-order part sum_i w_i omega_m sum_d y_id Hess(y_id) of the link and torque
@@ -875,27 +879,17 @@ def _symmetrized_curvature(columns, S):
 
 
 @jit_kernel
-def _add_gauss_newton(scale, Jy, G):
-    """G[m, s, t, a, b] += sum_d scale_m (Jy[m, d, s, a] Jy[m, d, t, b]), the rows d added
-    in order: one term's w_i omega_m Jy_m^T Jy_m, Jy (N, d, Kt, nv) over its orders s, t <
-    Kt, G (N, Kd, Kd, nv, nv) with the order axes first (``SplineChain.hessian``),
-    symmetric to the bit. Each entry (s, a) <= (t, b) of the upper half is summed in a
-    register and written to both halves: the lower one holds the same sums of the same
-    products (x y = y x in floating point). Unsigned indices (``index_range``). Against all
-    the products in the flat (N, Kd nv, Kd nv) layout then reordered (measured 2026-12-03,
-    bench_peers' case (b), one thread): ``_gauss_newton_stack`` 49 -> 29.5 us a call
-    repeated, 45.6 -> 40.8 us in the solves (median of 40)."""
-    nv, Kt = Jy.shape[3], Jy.shape[2]
-    for m in index_range(0, Jy.shape[0]):
-        J, out, c = Jy[m], G[m], scale[m]
-        for s in index_range(0, Kt):
-            for t in index_range(s, Kt):
-                for a in index_range(0, nv):
-                    for b in index_range(a if t == s else 0, nv):
-                        total = out[s, t, a, b]
-                        for d in index_range(0, J.shape[0]):
-                            total += c * (J[d, s, a] * J[d, t, b])
-                        out[s, t, a, b] = out[t, s, b, a] = total
+def _add_gauss_newton(scale, Jy, W):
+    """W[m, p, q] += sum_d scale_m (Jy[m, d, p] Jy[m, d, q]): one term's w_i omega_m Jy_m^T
+    Jy_m, Jy (N, d, Kt nv) (flattened stack entries p = s nv + a, Kt <= Kd), W (N, Kd nv,
+    Kd nv), symmetric to the bit (each product taken in both orders is the same)."""
+    for m in range(Jy.shape[0]):
+        for d in range(Jy.shape[1]):
+            row = Jy[m, d]
+            for p in range(row.size):
+                x, out = row[p], W[m, p]
+                for q in range(row.size):
+                    out[q] += scale[m] * (x * row[q])
 
 
 @jit_kernel

@@ -103,22 +103,21 @@ class SplineChain:
     def hessian_blocks(self, G, C=None):
         """(n_c, p+1, X) blocks of sum_m B_m^T (G_m + C_m) B_m (C: none if None), G and C
         (N, Kc, Kc, ...) stack Hessians with the order axes first (G[m, s, t] = d^2 /
-        dq^(s) dq^(t), X = nv^2 entries, or any trailing size). Each span's samples in its
-        slots (:func:`_fill_slots`, G + C entry by entry), one product per span (numpy's
-        matmul), the products summed into the blocks in the order of the spans
-        (:func:`_sum_span_products`): the bits of the sparse scatter (1 Y, summed from +0
-        in the order of its columns) that it replaces (measured 2026-12-03, bench_peers'
-        case (b), N = 200, Kc = 3, nv = 3, 45 spans, one BLAS thread: the Newton Hessian's
-        ``hessian`` 48.5 -> 42.4 us a call repeated, of which numpy's product 25; in the
-        solves, median of 40, 96 -> 69 us)."""
+        dq^(s) dq^(t), X = nv^2 entries, or any trailing size), of any strides (e.g. a
+        reordering view). Each span's samples in its slots (:func:`_fill_slots`, G + C
+        entry by entry), one product per span (numpy's matmul), the products summed into
+        the blocks in the order of the spans (:func:`_sum_span_products`): the bits of the
+        fancy-index and sparse scatters (1 Y, summed from +0 in the order of its columns)
+        that it replaces. Measured 2026-12-03 in bench_peers' solves (median of 40, per
+        Newton Hessian, with ``MotionProblem._gauss_newton_stack``, whose reordered copy
+        the slots now make): case (b) 141.6 -> 110.8 us, case (c) 228 -> 202 us."""
         N, Kc = G.shape[:2]
         n_local = self.values.shape[2]
-        flat = np.ascontiguousarray(G, dtype=np.float64).reshape(N, -1)
-        added = flat[:0] if C is None else \
-            np.ascontiguousarray(C, dtype=np.float64).reshape(flat.shape)
-        X = flat.shape[1] // (Kc * Kc)
+        stacks = _blocks_of(G)
+        added = stacks[:0] if C is None else _blocks_of(C)
+        X = stacks.shape[3] * stacks.shape[4]
         padded, Y = self._span_buffers(Kc, X)
-        _fill_slots(self._span, self._slot, flat, added,
+        _fill_slots(self._span, self._slot, stacks, added,
                     padded.reshape(len(self.span_first), -1))
         np.matmul(self.span_weights(Kc), padded, out=Y)
         blocks = np.zeros((self.n_control, n_local, X))
@@ -141,22 +140,31 @@ class SplineChain:
         return self.band(self.hessian_blocks(G, C), out)
 
 
+def _blocks_of(G):
+    """Stack Hessians (N, Kc, Kc, ...) as float64 (N, Kc, Kc, A, B): (nv, nv) trailing
+    axes as they are (a strided view is read in place), any other trailing size X as
+    (1, X)."""
+    G = np.asarray(G, dtype=np.float64)
+    return G if G.ndim == 5 else G.reshape(G.shape[:3] + (1, -1))
+
+
 @jit_kernel
 def _fill_slots(span, slot, G, C, padded):
-    """padded[span_m, slot_m S + e] = G[m, e] + C[m, e] (G[m, e] where C is empty) for the
-    S = Kc^2 X entries e of a sample, G and C (N, S), padded (n_spans, slots S): the
-    samples in their slots of :meth:`SplineChain.hessian_blocks`."""
-    size = G.shape[1]
+    """padded[span_m, slot_m S + e] = G[m, s, t, a, b] + C[m, s, t, a, b] (G where C is
+    empty), e = ((s Kc + t) A + a) B + b, S = Kc^2 A B, for G and C (N, Kc, Kc, A, B) of any
+    strides, padded (n_spans, slots S): the samples in their slots of
+    :meth:`SplineChain.hessian_blocks`."""
+    Kc, A, B = G.shape[1], G.shape[3], G.shape[4]
     for m in range(G.shape[0]):
-        out, g = padded[span[m]], G[m]
-        start = np.uint64(slot[m] * size)
-        if C.shape[0]:
-            c = C[m]
-            for e in index_range(0, size):
-                out[start + e] = g[e] + c[e]
-        else:
-            for e in index_range(0, size):
-                out[start + e] = g[e]
+        out = padded[span[m]]
+        e = np.uint64(slot[m] * Kc * Kc * A * B)
+        for s in index_range(0, Kc):
+            for t in index_range(0, Kc):
+                for a in index_range(0, A):
+                    for b in index_range(0, B):
+                        out[e] = G[m, s, t, a, b] + C[m, s, t, a, b] if C.shape[0] else \
+                            G[m, s, t, a, b]
+                        e += np.uint64(1)
 
 
 @jit_kernel
