@@ -51,7 +51,7 @@ class SplineChain:
         self._slot = np.empty(N, dtype=np.int64)
         self._slot[order] = np.arange(N) - np.repeat(np.cumsum(counts) - counts, counts)
         self._slots = int(counts.max())
-        self._span_weights, self._span_products = {}, {}
+        self._span_weights = {}
 
     def gradient(self, gs, absolute=False, orders=None):
         """sum_m B_m^T gs_m: gs (N, K, ...) stack gradients -> (n_control, ...); with
@@ -88,18 +88,6 @@ class SplineChain:
             self._span_weights[Kc] = W.reshape(len(self.span_first), n_local ** 2, -1)
         return self._span_weights[Kc]
 
-    def _span_buffers(self, Kc, X):
-        """(padded, Y) work arrays of :meth:`hessian_blocks` for Kc orders and X entries,
-        made on first use and kept: padded (n_spans, slots Kc^2, X), zero in the slots no
-        sample fills (the same slots at every call: only the filled ones are written), and
-        Y (n_spans, (p+1)^2, X), overwritten by every product (so one chain serves one
-        thread at a time)."""
-        if (Kc, X) not in self._span_products:
-            n_spans, n_local = len(self.span_first), self.values.shape[2]
-            self._span_products[Kc, X] = (np.zeros((n_spans, self._slots * Kc * Kc, X)),
-                                          np.empty((n_spans, n_local ** 2, X)))
-        return self._span_products[Kc, X]
-
     def hessian_blocks(self, G, C=None):
         """(n_c, p+1, X) blocks of sum_m B_m^T (G_m + C_m) B_m (C: none if None), G and C
         (N, Kc, Kc, ...) stack Hessians with the order axes first (G[m, s, t] = d^2 /
@@ -116,10 +104,10 @@ class SplineChain:
         stacks = _blocks_of(G)
         added = stacks[:0] if C is None else _blocks_of(C)
         X = stacks.shape[3] * stacks.shape[4]
-        padded, Y = self._span_buffers(Kc, X)
+        padded = np.zeros((len(self.span_first), self._slots * Kc * Kc, X))
         _fill_slots(self._span, self._slot, stacks, added,
                     padded.reshape(len(self.span_first), -1))
-        np.matmul(self.span_weights(Kc), padded, out=Y)
+        Y = np.matmul(self.span_weights(Kc), padded)
         blocks = np.zeros((self.n_control, n_local, X))
         _sum_span_products(self.span_first, Y, blocks)
         return blocks
