@@ -1,6 +1,7 @@
 """Band storage of spline normal matrices against dense assembly (numpy, scipy)."""
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from scipy.linalg import LinAlgError, cho_solve_banded, cholesky_banded
 
@@ -148,7 +149,6 @@ def test_band_columns_are_the_dense_columns():
 def test_add_row_grams_matches_the_dense_sum_of_normalised_outer_products():
     """Rows within the band (4 upper diagonals): the band gains scale sum_k a_k a_k^T /
     |a_k|^2, against the dense sum (to rounding); a row reaching past the band is refused."""
-    import scipy.sparse as sp
     rng = np.random.default_rng(0)
     n, u = 12, 4
     dense_rows = np.zeros((3, n))
@@ -187,3 +187,59 @@ def test_spline_chain_gradient_is_the_sparse_product_bit_for_bit_and_skips_only_
     assert np.array_equal(chain.gradient(gs, orders=orders), chain.gradient(gs))
     orders[1] = False                               # a nonzero order skipped
     assert not np.array_equal(chain.gradient(gs, orders=orders), chain.gradient(gs))
+
+
+def scattered_hessian(chain, G, out):
+    """sum_m B_m^T G_m B_m as SplineChain built it before its compiled loops (the
+    reference): the samples put in their span's slots by fancy indexing, numpy's product
+    per span, the products summed into the blocks by a sparse 0/1 matrix (scipy's CSR
+    product: columns in ascending order, from +0) and the blocks added to the band by
+    fancy indexing."""
+    N, Kc = G.shape[:2]
+    n_c, nv, n_local = chain.n_control, chain.nv, chain.values.shape[2]
+    n_spans, u = len(chain.span_first), chain.layout.u
+    flat = G.reshape(N, Kc * Kc, -1)
+    padded = np.zeros((n_spans, chain._slots, Kc * Kc, flat.shape[2]))
+    padded[chain._span, chain._slot] = flat
+    Y = np.matmul(chain.span_weights(Kc), padded.reshape(n_spans, -1, flat.shape[2]))
+    span, a, b = np.meshgrid(np.arange(n_spans), np.arange(n_local), np.arange(n_local),
+                             indexing="ij")
+    upper = (b >= a).ravel()
+    rows = ((chain.span_first[span] + a) * n_local + b - a).ravel()[upper]
+    scatter = sp.csr_array((np.ones(rows.size), (rows, np.flatnonzero(upper))),
+                           shape=(n_c * n_local, span.size))
+    blocks = scatter @ Y.reshape(-1, flat.shape[2])
+    i, delta, j, k = np.meshgrid(np.arange(n_c), np.arange(n_local), np.arange(nv),
+                                 np.arange(nv), indexing="ij")
+    row, col = i * nv + j, (i + delta) * nv + k
+    keep = (i + delta < n_c) & (row <= col)
+    destination = (u + row - col)[keep] * (n_c * nv) + col[keep]
+    out.reshape(-1)[destination] += blocks.reshape(-1)[np.flatnonzero(keep.ravel())]
+    return out
+
+
+@pytest.mark.parametrize("Kc", [3, 2])
+def test_spline_chain_hessian_is_the_scattered_products_bit_for_bit(Kc):
+    """SplineChain.hessian (samples into the span slots, span products summed, blocks added
+    to the band: compiled loops) against the fancy-index and sparse scatters it replaced
+    (:func:`scattered_hessian`): the same bits, added to a band given as ``out``, with a
+    second stack C added entry by entry (G + C) and with G a strided view (the
+    Gauss-Newton stack's); the samples' first control points unsorted, some spans with
+    fewer samples than the slots (zero slots)."""
+    rng = np.random.default_rng(11)
+    n_control, degree, nv = 9, 3, 2
+    first, values = random_local_problem(rng, n_samples=23, n_control=n_control,
+                                         degree=degree, nv=nv, K=3)
+    chain = SplineChain(first, values, n_control, nv)
+    assert len(set(np.bincount(chain._span))) > 1
+    G, C = rng.normal(size=(2, len(first), Kc, Kc, nv, nv))
+    base = rng.normal(size=(chain.layout.u + 1, chain.layout.size))
+    assert np.array_equal(chain.hessian(G, out=base.copy()),
+                          scattered_hessian(chain, G, base.copy()))
+    assert np.array_equal(chain.hessian(G, out=base.copy(), C=C),
+                          scattered_hessian(chain, G + C, base.copy()))
+    assert np.array_equal(chain.hessian(G), scattered_hessian(chain, G, np.zeros_like(base)))
+    W = rng.normal(size=(len(first), Kc * nv, Kc * nv))     # read through a reordering view
+    view = W.reshape(-1, Kc, nv, Kc, nv).transpose(0, 1, 3, 2, 4)
+    assert np.array_equal(chain.hessian(view, out=base.copy(), C=C),
+                          scattered_hessian(chain, np.ascontiguousarray(view) + C, base.copy()))

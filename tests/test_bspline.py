@@ -340,7 +340,8 @@ def test_compiled_dd_add_floats_is_dd_add_bit_for_bit_and_exact_against_fraction
     """The solvers' step theta + dx in one compiled call: the same bits as dd_add (also
     for a lo part that is not below hi's last bit, which neither renormalises first), and
     within 1e-30 of the exact sum (Fractions) for normalised operands under cancellation;
-    (n, nv) arrays as the solvers pass them."""
+    (n, nv) arrays as the solvers pass them, and a step on some rows only (dd_add of the
+    step padded with zeros, bit for bit)."""
     a, b = dd_operands(2)
     fa = as_fractions(a)
     assert_dd_close(dd_add_floats(a, b.hi), [x + Fraction(y) for x, y in zip(fa, b.hi)])
@@ -351,8 +352,15 @@ def test_compiled_dd_add_floats_is_dd_add_bit_for_bit_and_exact_against_fraction
             ours, reference = dd_add_floats(x2, b2), dd_add(x2, b2)
             assert np.array_equal(ours.hi, reference.hi)
             assert np.array_equal(ours.lo, reference.lo)
+    rows = DD(a.hi.reshape(100, 4), a.lo.reshape(100, 4))
+    padded = np.zeros((100, 4))
+    padded[7:37] = b.hi.reshape(100, 4)[:30]
+    ours, reference = dd_add_floats(rows, b.hi.reshape(100, 4)[:30], 7), dd_add(rows, padded)
+    assert np.array_equal(ours.hi, reference.hi) and np.array_equal(ours.lo, reference.lo)
     with pytest.raises(ValueError, match="one shape"):
-        dd_add_floats(a, b.hi[:3])
+        dd_add_floats(rows, b.hi[:3])
+    with pytest.raises(ValueError, match="from row 71"):
+        dd_add_floats(rows, b.hi.reshape(100, 4)[:30], 71)
 
 
 def test_dd_mul_and_div_are_exact_to_1e30_against_fractions():

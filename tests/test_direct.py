@@ -363,6 +363,8 @@ def test_curvature_identities_match_differences_along_q_prime(tree12, monkeypatc
     monkeypatch.setattr(MotionProblem, "_identity_groups", lambda self: None)
     differenced = problem._curvature(q_stack, values, weights)
     assert np.max(np.abs(identities[:, 1:3, 1:3])) > 1e-3 * np.max(np.abs(identities))
+    for S in (identities, differenced):             # symmetric to the bit
+        assert np.array_equal(S, S.transpose(0, 2, 1, 4, 3))
     # two forward differences (relative step 1.5e-8), each right to ~1e-8 of the part
     assert np.max(np.abs(identities - differenced)) <= 1e-6 * np.max(np.abs(identities))
 

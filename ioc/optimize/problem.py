@@ -342,9 +342,7 @@ class MotionProblem:
 
     def with_free_step(self, theta, step):
         """theta + step on the free rows (step: (n_free,) float64), in double-double."""
-        full = np.zeros(self.spline.n_control * self.model.nv)
-        full[self.free_slice] = step
-        return dd_add_floats(theta, full.reshape(theta.hi.shape))
+        return dd_add_floats(theta, step.reshape(-1, self.model.nv), self.free_rows[0])
 
     # --- joint limits at the nodes t_c: lower <= q(t_c) <= upper ---
 
@@ -537,7 +535,7 @@ class MotionProblem:
             if kind == "newton":
                 if curvature is None:
                     curvature = self._curvature(q_stack, values, weights)
-                band = self.chain.hessian(G + curvature, out=linear.copy())
+                band = self.chain.hessian(G, out=linear.copy(), C=curvature)
                 gauss_newton = _Deferred(self.chain.hessian, G, linear)
             else:
                 self.chain.hessian(G, out=linear)
@@ -581,20 +579,21 @@ class MotionProblem:
 
     def _gauss_newton_stack(self, values, weights):
         """sum_i w_i omega_m Jy_i^T Jy_i over the link and torque terms, (N, Kd, Kd, nv, nv)
-        (order axes first, as ``SplineChain.hessian`` takes them): the terms' products
-        added (:func:`_add_gauss_newton`, on contiguous Jacobians: the innermost loop runs
-        over adjacent entries), then reordered. A term's Jacobian is zero beyond its top
-        order (a torque's in q''' where a torque rate shares the engine call, a link
-        velocity's in q''): those columns are left out of its product."""
+        with the order axes first, as ``SplineChain.hessian`` takes them: a view of the
+        products W (N, Kd nv, Kd nv) over the flattened stack entries (s nv + a), G[m, s,
+        t, a, b] = W[m, s nv + a, t nv + b], which the chaining reads in place (no
+        reordered copy). The terms' products are added (:func:`_add_gauss_newton`, on
+        contiguous Jacobians: the innermost loop runs over adjacent entries). A term's
+        Jacobian is zero beyond its top order (a torque's in q''' where a torque rate shares
+        the engine call, a link velocity's in q''): those columns are left out of its
+        product."""
         N, Kd, nv = len(self.quadrature.weights), self.engine_orders, self.model.nv
         omega = self.quadrature.weights
         W = np.zeros((N, Kd * nv, Kd * nv))
         for i in self.nonlinear:
             Jy = values[i][1][:, :, :self.terms[i].top_order + 1]
             _add_gauss_newton(weights[i] * omega, np.ascontiguousarray(_flat(Jy)), W)
-        G = np.empty((N, Kd, Kd, nv, nv))
-        _orders_first(W, G)
-        return G
+        return W.reshape(N, Kd, nv, Kd, nv).transpose(0, 1, 3, 2, 4)
 
     def _curvature(self, q_stack, values, weights):
         """The second-order part sum_i w_i omega_m sum_d y_id Hess(y_id) of the link and torque
@@ -856,20 +855,23 @@ def _symmetrized_curvature(columns, S):
     """S (N, Kd, Kd, nv, nv) from the differenced columns C (groups, N, O, nv, Kd, nv) of
     :meth:`MotionProblem._curvature`, summed over the groups (:func:`_summed_groups`, c):
     S[t, o] = (c[t, o] + c[o, t]^T) / 2 where both orders are below O, S[t, o] = c[t, o]
-    and S[o, t] = c[t, o]^T for o < O <= t, zero for both >= O."""
+    and S[o, t] = c[t, o]^T for o < O <= t, zero for both >= O. The first is symmetric to
+    the bit (a + b = b + a): computed for (t, k) <= (o, j) and written to both entries."""
     O, nv, Kd = columns.shape[2], columns.shape[3], columns.shape[4]
     for m in range(columns.shape[1]):
         for t in range(O):
-            for o in range(O):
+            for o in range(t, O):
                 for k in range(nv):
-                    for j in range(nv):
-                        S[m, t, o, k, j] = 0.5 * (_summed_groups(columns, m, o, j, t, k)
-                                                  + _summed_groups(columns, m, t, k, o, j))
+                    for j in range(k if o == t else 0, nv):
+                        S[m, t, o, k, j] = S[m, o, t, j, k] = 0.5 * (
+                            _summed_groups(columns, m, o, j, t, k)
+                            + _summed_groups(columns, m, t, k, o, j))
         for t in range(O, Kd):
             for o in range(O):
                 for k in range(nv):
                     for j in range(nv):
-                        S[m, t, o, k, j] = S[m, o, t, j, k] = _summed_groups(columns, m, o, j, t, k)
+                        S[m, t, o, k, j] = S[m, o, t, j, k] = \
+                            _summed_groups(columns, m, o, j, t, k)
             for o in range(O, Kd):
                 for k in range(nv):
                     for j in range(nv):
@@ -879,8 +881,8 @@ def _symmetrized_curvature(columns, S):
 @jit_kernel
 def _add_gauss_newton(scale, Jy, W):
     """W[m, p, q] += sum_d scale_m (Jy[m, d, p] Jy[m, d, q]): one term's w_i omega_m Jy_m^T
-    Jy_m, Jy (N, d, Kd nv) (flattened stack entries p = s nv + a), W (N, Kd nv, Kd nv),
-    symmetric to the bit (each product taken in both orders is the same)."""
+    Jy_m, Jy (N, d, Kt nv) (flattened stack entries p = s nv + a, Kt <= Kd), W (N, Kd nv,
+    Kd nv), symmetric to the bit (each product taken in both orders is the same)."""
     for m in range(Jy.shape[0]):
         for d in range(Jy.shape[1]):
             row = Jy[m, d]
@@ -888,21 +890,6 @@ def _add_gauss_newton(scale, Jy, W):
                 x, out = row[p], W[m, p]
                 for q in range(row.size):
                     out[q] += scale[m] * (x * row[q])
-
-
-@jit_kernel
-def _orders_first(W, G):
-    """G[m, s, t, a, b] = W[m, s nv + a, t nv + b]: stack Hessians W (N, Kd nv, Kd nv) as
-    G (N, Kd, Kd, nv, nv), the order axes first, as ``SplineChain.hessian`` takes them."""
-    Kd, nv = G.shape[1], G.shape[3]
-    for m in range(G.shape[0]):
-        for s in range(Kd):
-            for a in range(nv):
-                row = W[m, s * nv + a]
-                for t in range(Kd):
-                    out = G[m, s, t, a]
-                    for b in range(nv):
-                        out[b] = row[t * nv + b]
 
 
 @jit_kernel

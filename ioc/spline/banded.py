@@ -7,7 +7,6 @@ u = (p+1) nv - 1. Storage is LAPACK's upper band form used by
 ``scipy.linalg.cholesky_banded``: ``ab[u + r - c, c] = A[r, c]`` for r <= c.
 """
 import numpy as np
-from scipy import sparse
 from scipy.linalg import LinAlgError
 from scipy.linalg.blas import dsbmv
 from scipy.linalg.lapack import dpbtrf, dpbtrs
@@ -32,10 +31,11 @@ class SplineChain:
       G_m[s, :, t, :]. The samples of one knot span share first_m, so per span one dense
       product Y[a, b] = sum_{m in span, s, t} values[m, s, a] values[m, t, b] G_m[s, t]
       ((p+1)^2, n Kc^2) @ (n Kc^2, nv^2) gives every block the span touches (i = first + a,
-      delta = b - a); a fixed scatter then puts the blocks into upper band storage (no two
-      blocks share an entry). Against one sparse product over all samples (scipy's
-      csr_matvecs), median CPU of 15 alternating calls: the 36-joint human's Gauss-Newton
-      Hessian (200 samples, 3 orders) 32.0 -> 17.7 ms, case (c)'s 0.26 -> 0.10 ms.
+      delta = b - a), summed span by span; a compiled loop then adds the blocks to upper
+      band storage (no two blocks share an entry). Against one sparse product over all
+      samples (scipy's csr_matvecs), median CPU of 15 alternating calls: the 36-joint
+      human's Gauss-Newton Hessian (200 samples, 3 orders) 32.0 -> 17.7 ms, case (c)'s
+      0.26 -> 0.10 ms.
     """
 
     def __init__(self, first, values, n_control, nv):
@@ -52,15 +52,6 @@ class SplineChain:
         self._slot[order] = np.arange(N) - np.repeat(np.cumsum(counts) - counts, counts)
         self._slots = int(counts.max())
         self._span_weights = {}
-        # Y[span, a, b] (b >= a) adds to the block (first + a, b - a)
-        span, a, b = np.meshgrid(np.arange(len(self.span_first)), np.arange(n_local),
-                                 np.arange(n_local), indexing="ij")
-        upper = (b >= a).ravel()
-        rows = ((self.span_first[span] + a) * n_local + b - a).ravel()[upper]
-        self._span_scatter = sparse.csr_array(
-            (np.ones(rows.size), (rows, np.flatnonzero(upper))),
-            shape=(n_control * n_local, span.size))
-        self._scatter = self._band_scatter()
 
     def gradient(self, gs, absolute=False, orders=None):
         """sum_m B_m^T gs_m: gs (N, K, ...) stack gradients -> (n_control, ...); with
@@ -97,44 +88,102 @@ class SplineChain:
             self._span_weights[Kc] = W.reshape(len(self.span_first), n_local ** 2, -1)
         return self._span_weights[Kc]
 
-    def _band_scatter(self):
-        """(destinations in the flat band, sources in the flat (n_c, p+1, nv, nv) blocks):
-        block (i, delta) entry (j, k) is A[i nv + j, (i + delta) nv + k], kept where it lies
-        in the matrix and on or above the diagonal."""
-        nv, n_c, n_local, u = self.nv, self.n_control, self.layout.n_local, self.layout.u
-        i, delta, j, k = np.meshgrid(np.arange(n_c), np.arange(n_local), np.arange(nv),
-                                     np.arange(nv), indexing="ij")
-        row, col = i * nv + j, (i + delta) * nv + k
-        keep = (i + delta < n_c) & (row <= col)
-        source = np.flatnonzero(keep.ravel())
-        destination = (u + row - col)[keep] * (n_c * nv) + col[keep]
-        return destination, source
-
-    def hessian_blocks(self, G):
-        """(n_c, p+1, X) blocks of sum_m B_m^T G_m B_m, G (N, Kc, Kc, ...) the stack Hessians
-        with the order axes first (G[m, s, t] = d^2 / dq^(s) dq^(t), X = nv^2 entries, or
-        any trailing size)."""
+    def hessian_blocks(self, G, C=None):
+        """(n_c, p+1, X) blocks of sum_m B_m^T (G_m + C_m) B_m (C: none if None), G and C
+        (N, Kc, Kc, ...) stack Hessians with the order axes first (G[m, s, t] = d^2 /
+        dq^(s) dq^(t), X = nv^2 entries, or any trailing size), of any strides (e.g. a
+        reordering view). Each span's samples in its slots (:func:`_fill_slots`, G + C
+        entry by entry), one product per span (numpy's matmul), the products summed into
+        the blocks in the order of the spans (:func:`_sum_span_products`): the bits of the
+        fancy-index and sparse scatters (1 Y, summed from +0 in the order of its columns)
+        that it replaces. Measured 2026-12-03 in bench_peers' solves (median of 40, per
+        Newton Hessian, with ``MotionProblem._gauss_newton_stack``, whose reordered copy
+        the slots now make): case (b) 143.5 -> 111.5 us, case (c) 239 -> 198 us."""
         N, Kc = G.shape[:2]
         n_local = self.values.shape[2]
-        flat = G.reshape(N, Kc * Kc, -1)
-        padded = np.zeros((len(self.span_first), self._slots, Kc * Kc, flat.shape[2]))
-        padded[self._span, self._slot] = flat
-        Y = np.matmul(self.span_weights(Kc), padded.reshape(len(self.span_first), -1,
-                                                             flat.shape[2]))
-        blocks = self._span_scatter @ Y.reshape(-1, flat.shape[2])
-        return blocks.reshape(self.n_control, n_local, -1)
+        stacks = _blocks_of(G)
+        added = stacks[:0] if C is None else _blocks_of(C)
+        X = stacks.shape[3] * stacks.shape[4]
+        padded = np.zeros((len(self.span_first), self._slots * Kc * Kc, X))
+        _fill_slots(self._span, self._slot, stacks, added,
+                    padded.reshape(len(self.span_first), -1))
+        Y = np.matmul(self.span_weights(Kc), padded)
+        blocks = np.zeros((self.n_control, n_local, X))
+        _sum_span_products(self.span_first, Y, blocks)
+        return blocks
 
     def band(self, blocks, out=None):
         """Upper band storage (u+1, n_c nv) of the blocks of :meth:`hessian_blocks` (added
-        to ``out`` if given)."""
-        destination, source = self._scatter
+        to ``out`` if given): block (i, delta) entry (j, k) is A[i nv + j, (i + delta) nv +
+        k], where it lies in the matrix and on or above the diagonal
+        (:func:`_add_blocks_to_band`)."""
         ab = np.zeros((self.layout.u + 1, self.layout.size)) if out is None else out
-        ab.reshape(-1)[destination] += blocks.reshape(-1)[source]
+        _add_blocks_to_band(np.ascontiguousarray(blocks, dtype=np.float64).reshape(
+            self.n_control, self.layout.n_local, self.nv, self.nv), ab)
         return ab
 
-    def hessian(self, G, out=None):
-        """sum_m B_m^T G_m B_m in upper band storage; G (N, Kc, Kc, nv, nv)."""
-        return self.band(self.hessian_blocks(G), out)
+    def hessian(self, G, out=None, C=None):
+        """sum_m B_m^T (G_m + C_m) B_m in upper band storage (added to ``out`` if given);
+        G and C (N, Kc, Kc, nv, nv), C none if None."""
+        return self.band(self.hessian_blocks(G, C), out)
+
+
+def _blocks_of(G):
+    """Stack Hessians (N, Kc, Kc, ...) as float64 (N, Kc, Kc, A, B): (nv, nv) trailing
+    axes as they are (a strided view is read in place), any other trailing size X as
+    (1, X)."""
+    G = np.asarray(G, dtype=np.float64)
+    return G if G.ndim == 5 else G.reshape(G.shape[:3] + (1, -1))
+
+
+@jit_kernel
+def _fill_slots(span, slot, G, C, padded):
+    """padded[span_m, slot_m S + e] = G[m, s, t, a, b] + C[m, s, t, a, b] (G where C is
+    empty), e = ((s Kc + t) A + a) B + b, S = Kc^2 A B, for G and C (N, Kc, Kc, A, B) of any
+    strides, padded (n_spans, slots S): the samples in their slots of
+    :meth:`SplineChain.hessian_blocks`."""
+    Kc, A, B = G.shape[1], G.shape[3], G.shape[4]
+    for m in range(G.shape[0]):
+        out = padded[span[m]]
+        e = np.uint64(slot[m] * Kc * Kc * A * B)
+        for s in index_range(0, Kc):
+            for t in index_range(0, Kc):
+                for a in index_range(0, A):
+                    for b in index_range(0, B):
+                        out[e] = G[m, s, t, a, b] + C[m, s, t, a, b] if C.shape[0] else \
+                            G[m, s, t, a, b]
+                        e += np.uint64(1)
+
+
+@jit_kernel
+def _sum_span_products(span_first, Y, blocks):
+    """blocks[first + a, b - a] += Y[span, a (p+1) + b] for b >= a, span by span
+    (:meth:`SplineChain.hessian_blocks`); blocks (n_c, p+1, X), Y (n_spans, (p+1)^2, X)."""
+    n_local, X = blocks.shape[1], blocks.shape[2]
+    for span in range(Y.shape[0]):
+        first = span_first[span]
+        for a in range(n_local):
+            for b in range(a, n_local):
+                row, out = Y[span, a * n_local + b], blocks[first + a, b - a]
+                for x in index_range(0, X):
+                    out[x] += row[x]
+
+
+@jit_kernel
+def _add_blocks_to_band(blocks, ab):
+    """ab[u + r - c, c] += blocks[i, delta, j, k], r = i nv + j, c = (i + delta) nv + k, for
+    the entries on or above the diagonal of the matrix (:meth:`SplineChain.band`); blocks
+    (n_c, p+1, nv, nv), ab (u+1, n_c nv): along a diagonal d = u + r - c the columns c of
+    one row r are consecutive."""
+    n_c, n_local, nv = blocks.shape[0], blocks.shape[1], blocks.shape[2]
+    u = ab.shape[0] - 1
+    for i in range(n_c):
+        for delta in range(min(n_local, n_c - i)):
+            for j in range(nv):
+                r = i * nv + j
+                for k in range(j if delta == 0 else 0, nv):
+                    c = (i + delta) * nv + k
+                    ab[u + r - c, c] += blocks[i, delta, j, k]
 
 
 @jit_kernel

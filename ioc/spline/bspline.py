@@ -144,17 +144,20 @@ def dd_sub(a, b):
     return dd_add(a, DD(-b.hi, -b.lo))
 
 
-def dd_add_floats(a, b):
-    """a + b for a DD ``a`` of float64 arrays and a float64 array ``b`` of its shape -> DD:
-    :func:`dd_add` (the same bits) in one compiled call (:func:`_dd_add_floats`), for the
-    solvers' steps theta + dx (~20 numpy operations otherwise)."""
+def dd_add_floats(a, b, first_row=0):
+    """a + b for a DD ``a`` of float64 arrays and a float64 array ``b`` of its shape, or of
+    its rows first_row .. first_row + len(b) - 1 (the others gain +0) -> DD: :func:`dd_add`
+    of b padded with zeros (the same bits) in one compiled call (:func:`_dd_add_floats`),
+    for the solvers' steps theta + dx on the free rows (~20 numpy operations otherwise)."""
     hi, lo, b = (np.ascontiguousarray(x, dtype=np.float64) for x in (a.hi, a.lo, b))
-    if not hi.shape == lo.shape == b.shape:
-        raise ValueError(f"dd_add_floats: expected arrays of one shape, got {hi.shape}, "
-                         f"{lo.shape} and {b.shape}")
+    if hi.shape != lo.shape or hi.ndim == 0 or b.shape[1:] != hi.shape[1:] \
+            or not 0 <= first_row <= len(hi) - len(b):
+        raise ValueError(f"dd_add_floats: expected arrays of one shape, or rows of it from "
+                         f"row {first_row}, got {hi.shape}, {lo.shape} and {b.shape}")
     out = DD(np.empty_like(hi), np.empty_like(hi))
-    _dd_add_floats(hi.reshape(-1), lo.reshape(-1), b.reshape(-1), out.hi.reshape(-1),
-                   out.lo.reshape(-1))
+    row_size = hi[0].size
+    _dd_add_floats(hi.reshape(-1), lo.reshape(-1), b.reshape(-1), first_row * row_size,
+                   out.hi.reshape(-1), out.lo.reshape(-1))
     return out
 
 
@@ -589,8 +592,9 @@ def _derivative_values(hi, lo, scale_hi, scale_lo, c_hi, c_lo, out):
 
 
 @jit_kernel
-def _dd_add_floats(a_hi, a_lo, b, out_hi, out_lo):
-    """out = a + b for the DD (a_hi, a_lo) and the float64 b, 1-D of one length: dd_add's
-    operations (the same bits)."""
-    for k in range(b.size):
-        out_hi[k], out_lo[k] = _add_parts(a_hi[k], a_lo[k], b[k], 0.0)
+def _dd_add_floats(a_hi, a_lo, b, first, out_hi, out_lo):
+    """out = a + b' for the DD (a_hi, a_lo) and the float64 b' = b at first .. first +
+    b.size - 1, +0 elsewhere, 1-D: dd_add's operations (the same bits)."""
+    for k in range(a_hi.size):
+        x = b[k - first] if first <= k < first + b.size else 0.0
+        out_hi[k], out_lo[k] = _add_parts(a_hi[k], a_lo[k], x, 0.0)
