@@ -79,7 +79,7 @@ def test_parallel_batch_finishes_the_trials_and_reports_the_corrupt_one(parallel
 
 
 def test_parallel_weights_equal_serial_ones_bit_for_bit(parallel, serial):
-    (out_p, _), (out_s, (code, stdout, _)) = parallel, serial
+    (out_p, _), (out_s, (code, _, _)) = parallel, serial
     assert code == 1
     for trial in TRIALS:
         p, s = weights(out_p, trial)["weights"], weights(out_s, trial)["weights"]

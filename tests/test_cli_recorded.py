@@ -4,7 +4,6 @@ a file), a DeepMimic clip on human.urdf, and bad input (one line, exit 2, nothin
 """
 import json
 
-import numpy as np
 import pytest
 
 import kinematic_trees as kt

@@ -149,7 +149,7 @@ def test_clip_poses_are_reproduced_by_forward_kinematics(floating_human, name):
 @pytest.mark.parametrize("name", sorted(SINGULAR))
 def test_singular_clips_stop_and_their_other_joints_are_reproduced(floating_human, name):
     clip = read_clip(clip_path(name))
-    with pytest.raises(ValueError, match=f"within 5 deg of the chain's singularity"):
+    with pytest.raises(ValueError, match="within 5 deg of the chain's singularity"):
         clip_motion(clip, floating_human)
     mapping = {joint: chain for joint, chain in HUMAN_CLIP_MAP.items()
                if joint not in SINGULAR[name]}

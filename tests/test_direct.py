@@ -5,7 +5,6 @@ import pytest
 
 import cmtm
 import ioc.problem
-import kinematic_trees as kt
 from ioc.banded import band_to_dense
 from ioc.bspline import DD
 from ioc.costs import NAMED_TERMS

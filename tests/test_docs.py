@@ -13,7 +13,6 @@ each page's folder.
 """
 import re
 import shutil
-from pathlib import Path
 
 import pytest
 
