@@ -185,9 +185,10 @@ pose, world pose and inertia transform of ``cmtm.rnea`` (link_pose_in_parent, wo
 composite_inertia_to_parent_add) and the world screw of ``cmtm.rnea_derivatives``
 (world_screw), :func:`claim_samples` (an atomic add and a min) and :func:`index_range`.
 Left to LLVM's own choice they stayed calls, each passing its arrays as ~25 scalar
-arguments, for a few dozen multiply-adds. One thread, us per sample, two alternating runs, identical bits: order-0
-torque Jacobian Panda 2.30-2.36 against 2.57-2.76, 32-link chain 14.9-15.0 against
-15.8-17.4; order 1 Panda 8.1-8.5 against 8.7-9.6; the comprehensive Jacobians 5-10 % faster;
+arguments, for a few dozen multiply-adds. One thread, us per sample, two alternating
+runs, identical bits: order-0 torque Jacobian Panda 2.30-2.36 against 2.57-2.76, 32-link
+chain 14.9-15.0 against 15.8-17.4; order 1 Panda 8.1-8.5 against 8.7-9.6; the
+comprehensive Jacobians 5-10 % faster;
 cold compile of every public function 22.3 against 21.9 s (within noise). Forcing the taylor
 block helpers too (write_raw_blocks, add_blocks, copy and zero) made the order-1 torque
 Jacobian ~20 % faster but cost 1.7 s of the comprehensive kernel's compile, which calls them
