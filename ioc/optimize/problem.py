@@ -465,12 +465,11 @@ class MotionProblem:
                 continue
             _add_stack_gradient(_stack_gradient(omega, y, Jy), weights[i], i, stack_grads,
                                 gross_stack)
-        orders = self._gradient_orders
-        grads = np.ascontiguousarray(       # (n_terms, n_c, nv), its rows flat views
-            self.chain.gradient(stack_grads, orders=orders).transpose(1, 0, 2))
+        term_grads, gross = self.chain.gradient(stack_grads, orders=self._gradient_orders,
+                                                gross=gross_stack)
+        grads = np.ascontiguousarray(term_grads.transpose(1, 0, 2))   # (n_terms, n_c, nv)
         gradient = np.dot(weights[None], grads.reshape(len(weights), -1)).reshape(
             grads.shape[1:])                # np.tensordot(weights, grads, 1)'s product
-        gross = self.chain.gradient(gross_stack, absolute=True, orders=orders)
         penalty_cost = 0.0
         if self.constraints == "penalty":
             penalty_cost = self._add_penalties(theta, weights, gradient, [])

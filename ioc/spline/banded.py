@@ -41,7 +41,6 @@ class SplineChain:
     def __init__(self, first, values, n_control, nv):
         self.first = np.ascontiguousarray(first, dtype=np.int64)
         self.values = np.ascontiguousarray(values, dtype=np.float64)
-        self._abs_values = np.abs(self.values)
         self.n_control, self.nv = n_control, nv
         N, _, n_local = self.values.shape
         self.layout = BandLayout(n_control, n_local - 1, nv)
@@ -53,12 +52,13 @@ class SplineChain:
         self._slots = int(counts.max())
         self._span_weights = {}
 
-    def gradient(self, gs, absolute=False, orders=None):
+    def gradient(self, gs, orders=None, gross=None):
         """sum_m B_m^T gs_m: gs (N, K, ...) stack gradients -> (n_control, ...); with
-        ``absolute``, sum_m |B_m|^T gs_m (the gross sums of a gradient's rounding scale).
-        ``orders`` (K,) bool (default all True): the orders s where gs[:, s] may be
-        nonzero; the products of the others are skipped. The same bits as scipy's CSR
-        product Cg @ gs: each entry sums the same products in the same order (the matrix's
+        ``gross`` (N, K, ...) also sum_m |B_m|^T gross_m (the gross sums of a gradient's
+        rounding scale), in the same pass: (gradient, gross gradient). ``orders`` (K,) bool
+        (default all True): the orders s where gs[:, s] and gross[:, s] may be nonzero; the
+        products of the others are skipped. The same bits as scipy's CSR product Cg @ gs
+        (|Cg| @ gross): each entry sums the same products in the same order (the matrix's
         columns m K + s ascending), the skipped ones and those of zero entries being zeros,
         which leave a sum that starts at +0 unchanged. Without scipy's handling of the
         product, and skipping the joint terms' zero orders (measured 2026-12-03, 2 shared
@@ -68,12 +68,17 @@ class SplineChain:
         in a contiguous inner loop: 10.5 -> 8.9 us, case (b) 18.4 -> 10.4 us)."""
         N, K = gs.shape[:2]
         flat = np.ascontiguousarray(gs, dtype=np.float64).reshape(N, K, -1)
+        gross_flat = np.zeros((N, K, 0)) if gross is None else \
+            np.ascontiguousarray(gross, dtype=np.float64).reshape(N, K, -1)
         if orders is None:
             orders = np.ones(K, dtype=np.bool_)
         out = np.zeros((self.n_control, flat.shape[2]))
-        _chain_gradient(self.first, self._abs_values if absolute else self.values, flat,
-                        orders, out)
-        return out.reshape((self.n_control,) + gs.shape[2:])
+        out_gross = np.zeros((self.n_control, gross_flat.shape[2]))
+        _chain_gradient(self.first, self.values, flat, gross_flat, orders, out, out_gross)
+        gradient = out.reshape((self.n_control,) + gs.shape[2:])
+        if gross is None:
+            return gradient
+        return gradient, out_gross.reshape((self.n_control,) + gross.shape[2:])
 
     def span_weights(self, Kc):
         """W (n_spans, (p+1)^2, slots Kc^2): W[span, (a, b), (slot, s, t)] =
@@ -187,11 +192,12 @@ def _add_blocks_to_band(blocks, ab):
 
 
 @jit_kernel
-def _chain_gradient(first, values, gs, orders, out):
-    """out[first_m + a, x] += values[m, s, a] gs[m, s, x] over the samples m and the orders
-    s where orders[s], in that order (:meth:`SplineChain.gradient`); out (n_c, X) zeros,
-    gs (N, K, X); the inner loop runs over the contiguous x, on unsigned indices
-    (``index_range``)."""
+def _chain_gradient(first, values, gs, gross, orders, out, out_gross):
+    """out[first_m + a, x] += values[m, s, a] gs[m, s, x] and out_gross[first_m + a, y] +=
+    |values[m, s, a]| gross[m, s, y] over the samples m and the orders s where orders[s],
+    in that order (:meth:`SplineChain.gradient`); out (n_c, X) and out_gross (n_c, Y)
+    zeros, gs (N, K, X), gross (N, K, Y); the inner loops run over the contiguous x and y,
+    on unsigned indices (``index_range``)."""
     for m in range(gs.shape[0]):
         row = np.uint64(first[m])
         for s in range(gs.shape[1]):
@@ -200,6 +206,9 @@ def _chain_gradient(first, values, gs, orders, out):
                     v = values[m, s, a]
                     for x in index_range(0, gs.shape[2]):
                         out[row + a, x] += v * gs[m, s, x]
+                    v = abs(v)
+                    for y in index_range(0, gross.shape[2]):
+                        out_gross[row + a, y] += v * gross[m, s, y]
 
 
 class BandLayout:
