@@ -468,7 +468,7 @@ class MotionProblem:
         term_grads, gross = self.chain.gradient(stack_grads, orders=self._gradient_orders,
                                                 gross=gross_stack)
         grads = np.ascontiguousarray(term_grads.transpose(1, 0, 2))   # (n_terms, n_c, nv)
-        gradient = np.dot(weights[None], grads.reshape(len(weights), -1)).reshape(
+        gradient = weights[None].dot(grads.reshape(len(weights), -1)).reshape(
             grads.shape[1:])                # np.tensordot(weights, grads, 1)'s product
         penalty_cost = 0.0
         if self.constraints == "penalty":
