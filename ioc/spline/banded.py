@@ -196,7 +196,8 @@ def _chain_gradient(first, values, gs, gross, orders, out, out_gross):
     """out[first_m + a, x] += values[m, s, a] gs[m, s, x] and out_gross[first_m + a, y] +=
     |values[m, s, a]| gross[m, s, y] over the samples m and the orders s where orders[s],
     in that order (:meth:`SplineChain.gradient`); out (n_c, X) and out_gross (n_c, Y)
-    zeros, gs (N, K, X), gross (N, K, Y); the inner loops run over the contiguous x and y,
+    zeros, gs (N, K, X), gross (N, K, Y); the inner loops run over the contiguous x and y
+    (one after the other: 19.9 against 21.8 us with both in the loop over a on case (a)),
     on unsigned indices (``index_range``)."""
     for m in range(gs.shape[0]):
         row = np.uint64(first[m])
@@ -206,7 +207,8 @@ def _chain_gradient(first, values, gs, gross, orders, out, out_gross):
                     v = values[m, s, a]
                     for x in index_range(0, gs.shape[2]):
                         out[row + a, x] += v * gs[m, s, x]
-                    v = abs(v)
+                for a in index_range(0, values.shape[2]):
+                    v = abs(values[m, s, a])
                     for y in index_range(0, gross.shape[2]):
                         out_gross[row + a, y] += v * gross[m, s, y]
 
