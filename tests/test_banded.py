@@ -166,8 +166,9 @@ def test_add_row_grams_matches_the_dense_sum_of_normalised_outer_products():
 
 def test_spline_chain_gradient_is_the_sparse_product_bit_for_bit_and_skips_only_zeros():
     """SplineChain.gradient (a compiled loop) against scipy's product with its
-    matrix (conftest.chain_gradient_matrix), and with absolute=True against its absolute
-    values: equal bit for bit (the same products summed in the same order, zero entries
+    matrix (conftest.chain_gradient_matrix), and the gross gradient of the terms' weighted
+    sum of |gs| in the same call against the product with its absolute values: equal bit
+    for bit (the same products summed in the same order, zero entries
     included: gs of mixed signs with zeros in some columns of an order); ``orders``
     skipping the orders that are zero leaves the bits unchanged, and skipping a nonzero
     order changes the result (the mask is read)."""
@@ -181,8 +182,14 @@ def test_spline_chain_gradient_is_the_sparse_product_bit_for_bit_and_skips_only_
     flat = gs.reshape(N * K, -1)
     assert np.array_equal(chain.gradient(gs), (chain_gradient_matrix(chain) @ flat).reshape(
         n_control, 3, nv))
-    assert np.array_equal(chain.gradient(gs, absolute=True),
-                          (abs(chain_gradient_matrix(chain)) @ flat).reshape(n_control, 3, nv))
+    weights = np.array([0.7, 0.2, 1e-3])
+    gross = np.zeros((N, K, nv))
+    for i in range(3):
+        gross += weights[i] * np.abs(gs[:, :, i])
+    gradient, gross_gradient = chain.gradient(gs, weights=weights)
+    assert np.array_equal(gradient, chain.gradient(gs))
+    assert np.array_equal(gross_gradient, (abs(chain_gradient_matrix(chain))
+                                           @ gross.reshape(N * K, nv)))
     orders = np.array([False, True, True, True])
     assert np.array_equal(chain.gradient(gs, orders=orders), chain.gradient(gs))
     orders[1] = False                               # a nonzero order skipped

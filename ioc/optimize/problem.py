@@ -455,22 +455,19 @@ class MotionProblem:
         omega = self.quadrature.weights
         costs = np.array([_term_cost(omega, y) for y, _ in values])
         stack_grads = np.zeros(q_stack.shape[:2] + (len(values), q_stack.shape[2]))
-        gross_stack = np.zeros(q_stack.shape)               # sum_i w_i |gs_i|
         contiguous = np.ascontiguousarray(q_stack)
         for i, (y, Jy) in enumerate(values):
             if i in self._selected:     # a joint term: gs = omega y at the entries it selects
                 r, joints = self._selected[i]
-                _joint_stack_gradient(contiguous, omega, weights[i], r, joints, i,
-                                      stack_grads, gross_stack)
-                continue
-            _add_stack_gradient(_stack_gradient(omega, y, Jy), weights[i], i, stack_grads,
-                                gross_stack)
-        orders = self._gradient_orders
-        grads = np.ascontiguousarray(       # (n_terms, n_c, nv), its rows flat views
-            self.chain.gradient(stack_grads, orders=orders).transpose(1, 0, 2))
-        gradient = np.dot(weights[None], grads.reshape(len(weights), -1)).reshape(
+                _joint_stack_gradient(contiguous, omega, r, joints, i, stack_grads)
+            else:
+                gs = _stack_gradient(omega, y, Jy)
+                stack_grads[:, :gs.shape[1], i] = gs
+        term_grads, gross = self.chain.gradient(stack_grads, orders=self._gradient_orders,
+                                                weights=weights)
+        grads = np.ascontiguousarray(term_grads.transpose(1, 0, 2))   # (n_terms, n_c, nv)
+        gradient = weights[None].dot(grads.reshape(len(weights), -1)).reshape(
             grads.shape[1:])                # np.tensordot(weights, grads, 1)'s product
-        gross = self.chain.gradient(gross_stack, absolute=True, orders=orders)
         penalty_cost = 0.0
         if self.constraints == "penalty":
             penalty_cost = self._add_penalties(theta, weights, gradient, [])
@@ -893,34 +890,16 @@ def _add_gauss_newton(scale, Jy, W):
 
 
 @jit_kernel
-def _joint_stack_gradient(q_stack, omega, weight, r, joints, i, stack_grads, gross_stack):
+def _joint_stack_gradient(q_stack, omega, r, joints, i, stack_grads):
     """The stack gradient gs = omega_m y_m of the joint term ``i``, y = q^(r) of ``joints``
-    (Jy selects those stack entries), written to its entries of stack_grads[:, :, i], and
-    weight |gs| added to gross_stack (:meth:`MotionProblem.evaluate`): numpy's
-    ``omega[:, None] * y`` and ``weight * np.abs(gs)`` entry by entry (the same bits), in
-    one compiled call instead of five numpy ones (measured 2026-12-03, case (a) of
-    bench_peers, three joint terms, 200 samples: evaluate 102 -> 84 us)."""
+    (Jy selects those stack entries), written to its entries of stack_grads[:, :, i]
+    (:meth:`MotionProblem.evaluate`): numpy's ``omega[:, None] * y`` entry by entry (the
+    same bits), in one compiled call instead of a few numpy ones (measured 2026-12-03,
+    case (a) of bench_peers, three joint terms, 200 samples: evaluate 102 -> 84 us)."""
     for m in range(q_stack.shape[0]):
         for c in range(joints.size):
             j = joints[c]
-            g = omega[m] * q_stack[m, r, j]
-            stack_grads[m, r, i, j] = g
-            gross_stack[m, r, j] += weight * abs(g)
-
-
-@jit_kernel
-def _add_stack_gradient(gs, weight, i, stack_grads, gross_stack):
-    """The stack gradient gs (N, Kd, nv) of the link or torque term ``i`` written to
-    stack_grads[:, :Kd, i] and weight |gs| added to gross_stack[:, :Kd]
-    (:meth:`MotionProblem.evaluate`): numpy's assignment and ``weight * np.abs(gs)``
-    entry by entry (the same bits: a product then a sum, not fused), in one compiled call
-    instead of four numpy ones."""
-    for m in range(gs.shape[0]):
-        for s in range(gs.shape[1]):
-            for j in range(gs.shape[2]):
-                g = gs[m, s, j]
-                stack_grads[m, s, i, j] = g
-                gross_stack[m, s, j] += weight * abs(g)
+            stack_grads[m, r, i, j] = omega[m] * q_stack[m, r, j]
 
 
 @jit_kernel

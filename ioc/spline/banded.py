@@ -41,7 +41,6 @@ class SplineChain:
     def __init__(self, first, values, n_control, nv):
         self.first = np.ascontiguousarray(first, dtype=np.int64)
         self.values = np.ascontiguousarray(values, dtype=np.float64)
-        self._abs_values = np.abs(self.values)
         self.n_control, self.nv = n_control, nv
         N, _, n_local = self.values.shape
         self.layout = BandLayout(n_control, n_local - 1, nv)
@@ -53,27 +52,34 @@ class SplineChain:
         self._slots = int(counts.max())
         self._span_weights = {}
 
-    def gradient(self, gs, absolute=False, orders=None):
-        """sum_m B_m^T gs_m: gs (N, K, ...) stack gradients -> (n_control, ...); with
-        ``absolute``, sum_m |B_m|^T gs_m (the gross sums of a gradient's rounding scale).
-        ``orders`` (K,) bool (default all True): the orders s where gs[:, s] may be
-        nonzero; the products of the others are skipped. The same bits as scipy's CSR
-        product Cg @ gs: each entry sums the same products in the same order (the matrix's
-        columns m K + s ascending), the skipped ones and those of zero entries being zeros,
-        which leave a sum that starts at +0 unchanged. Without scipy's handling of the
-        product, and skipping the joint terms' zero orders (measured 2026-12-03, 2 shared
-        cores, case (a) of bench_peers: 200 samples, K = 4, 3 terms of one order each, 9
-        columns: scipy's product 19 us, a loop over every order 17 us, 11-12 us skipping
-        the zero entries one by one; skipping zero orders only, every column of the others
-        in a contiguous inner loop: 10.5 -> 8.9 us, case (b) 18.4 -> 10.4 us)."""
+    def gradient(self, gs, orders=None, weights=None):
+        """sum_m B_m^T gs_m: gs (N, K, ...) stack gradients -> (n_control, ...); with the
+        terms' ``weights`` (T,), gs (N, K, T, ...) being the stack gradients of T terms, also
+        the gross gradient sum_m |B_m|^T gross_m of gross_m = sum_i w_i |gs_m,i| (summed in
+        the order of i: a gradient's rounding scale), in the same pass: (gradient, gross
+        gradient (n_control, ...)). ``orders`` (K,) bool (default all True): the orders s
+        where gs[:, s] may be nonzero; the products of the others are skipped. The same
+        bits as scipy's CSR product Cg @ gs (|Cg| @ gross): each entry sums the same
+        products in the same order (the matrix's columns m K + s ascending), the skipped
+        ones and those of zero entries being zeros, which leave a sum that starts at +0
+        unchanged. Without scipy's handling of the product, and skipping the joint terms'
+        zero orders (measured 2026-12-03, 2 shared cores, case (a) of bench_peers: 200
+        samples, K = 4, 3 terms of one order each, 9 columns: scipy's product 19 us, a loop
+        over every order 17 us, 11-12 us skipping the zero entries one by one; skipping
+        zero orders only, every column of the others in a contiguous inner loop: 10.5 ->
+        8.9 us, case (b) 18.4 -> 10.4 us)."""
         N, K = gs.shape[:2]
         flat = np.ascontiguousarray(gs, dtype=np.float64).reshape(N, K, -1)
         if orders is None:
             orders = np.ones(K, dtype=np.bool_)
+        w = np.zeros(0) if weights is None else np.ascontiguousarray(weights, np.float64)
         out = np.zeros((self.n_control, flat.shape[2]))
-        _chain_gradient(self.first, self._abs_values if absolute else self.values, flat,
-                        orders, out)
-        return out.reshape((self.n_control,) + gs.shape[2:])
+        out_gross = np.zeros((self.n_control, flat.shape[2] // w.size if w.size else 0))
+        _chain_gradient(self.first, self.values, flat, w, orders, out, out_gross)
+        gradient = out.reshape((self.n_control,) + gs.shape[2:])
+        if weights is None:
+            return gradient
+        return gradient, out_gross.reshape((self.n_control,) + gs.shape[3:])
 
     def span_weights(self, Kc):
         """W (n_spans, (p+1)^2, slots Kc^2): W[span, (a, b), (slot, s, t)] =
@@ -187,19 +193,30 @@ def _add_blocks_to_band(blocks, ab):
 
 
 @jit_kernel
-def _chain_gradient(first, values, gs, orders, out):
+def _chain_gradient(first, values, gs, weights, orders, out, out_gross):
     """out[first_m + a, x] += values[m, s, a] gs[m, s, x] over the samples m and the orders
-    s where orders[s], in that order (:meth:`SplineChain.gradient`); out (n_c, X) zeros,
-    gs (N, K, X); the inner loop runs over the contiguous x, on unsigned indices
+    s where orders[s], in that order (:meth:`SplineChain.gradient`), and with T =
+    weights.size terms (gs (N, K, T Y), the terms' columns in turn) out_gross[first_m + a, y]
+    += |values[m, s, a]| gross, gross = sum_i weights[i] |gs[m, s, i Y + y]| summed in the
+    order of i from +0; out (n_c, X) and out_gross (n_c, Y) zeros (Y = 0 without terms).
+    The inner loops run over the contiguous x and y (one after the other: 19.9 against
+    21.8 us with both in the loop over a on case (a)), on unsigned indices
     (``index_range``)."""
+    n_local, Y = values.shape[2], out_gross.shape[1]
     for m in range(gs.shape[0]):
         row = np.uint64(first[m])
         for s in range(gs.shape[1]):
             if orders[s]:
-                for a in index_range(0, values.shape[2]):
+                for a in index_range(0, n_local):
                     v = values[m, s, a]
                     for x in index_range(0, gs.shape[2]):
                         out[row + a, x] += v * gs[m, s, x]
+                for y in range(Y):
+                    gross = 0.0
+                    for i in range(weights.size):
+                        gross += weights[i] * abs(gs[m, s, i * Y + y])
+                    for a in index_range(0, n_local):
+                        out_gross[row + a, y] += abs(values[m, s, a]) * gross
 
 
 class BandLayout:

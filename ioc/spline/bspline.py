@@ -71,7 +71,7 @@ class DD(NamedTuple):
     def of(cls, x):
         """The DD (x, 0) of a float64 array ``x``."""
         x = np.asarray(x, dtype=np.float64)
-        return cls(x, np.zeros_like(x))
+        return cls(x, np.zeros(x.shape))
 
     def value(self):
         """hi + lo rounded to float64."""
@@ -149,12 +149,13 @@ def dd_add_floats(a, b, first_row=0):
     its rows first_row .. first_row + len(b) - 1 (the others gain +0) -> DD: :func:`dd_add`
     of b padded with zeros (the same bits) in one compiled call (:func:`_dd_add_floats`),
     for the solvers' steps theta + dx on the free rows (~20 numpy operations otherwise)."""
-    hi, lo, b = (np.ascontiguousarray(x, dtype=np.float64) for x in (a.hi, a.lo, b))
+    hi, lo = np.ascontiguousarray(a.hi, np.float64), np.ascontiguousarray(a.lo, np.float64)
+    b = np.ascontiguousarray(b, np.float64)
     if hi.shape != lo.shape or hi.ndim == 0 or b.shape[1:] != hi.shape[1:] \
             or not 0 <= first_row <= len(hi) - len(b):
         raise ValueError(f"dd_add_floats: expected arrays of one shape, or rows of it from "
                          f"row {first_row}, got {hi.shape}, {lo.shape} and {b.shape}")
-    out = DD(np.empty_like(hi), np.empty_like(hi))
+    out = DD(np.empty(hi.shape), np.empty(hi.shape))
     row_size = hi[0].size
     _dd_add_floats(hi.reshape(-1), lo.reshape(-1), b.reshape(-1), first_row * row_size,
                    out.hi.reshape(-1), out.lo.reshape(-1))
@@ -535,11 +536,11 @@ class StackEvaluator:
 
     def __call__(self, theta):
         """(N, K+1, nv) raw derivatives at the times from the DD ``theta`` (n_c, nv)."""
-        hi, lo = (np.ascontiguousarray(part) for part in theta)
+        hi, lo = np.ascontiguousarray(theta.hi), np.ascontiguousarray(theta.lo)
         n_c, nv = hi.shape
         values = np.empty(((self.K + 1) * n_c - self.K * (self.K + 1) // 2, nv))
         out = np.empty((len(self.first), self.K + 1, nv))
-        _stack_values(hi, lo, *self._scales, np.empty_like(hi), np.empty_like(lo), values,
+        _stack_values(hi, lo, *self._scales, np.empty(hi.shape), np.empty(hi.shape), values,
                       self.first, self.bases, out)
         return out
 
