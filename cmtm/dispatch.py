@@ -192,7 +192,8 @@ def run_on_threads(model, kernel, kind, sizes, allocate, n_samples, *arrays):
     kmodel = kernel_model_of(model)
     key, start = (id(kmodel), kind, sizes), 0
     known = _KERNEL_CALLS.get(key)
-    if known is not None and known[0] is kmodel:
+    record = known is None or known[0] is not kmodel    # a new estimate to keep
+    if not record:
         seconds_per_sample, entry = known[1], known[2]
     else:
         args = (kmodel, chunk_workspace(kmodel, kind, sizes, allocate, 0), 0,
@@ -201,15 +202,14 @@ def run_on_threads(model, kernel, kind, sizes, allocate, n_samples, *arrays):
         kernel(*args)
         seconds_per_sample, start = time.perf_counter() - began, 1
         entry = compiled_entry(kernel, args)
-        known = None
     if n_samples > start:
         n_chunks = chunk_count(n_samples - start, seconds_per_sample)
         works = [chunk_workspace(kmodel, kind, sizes, allocate, c) for c in range(n_chunks)]
         measured = run_chunks(entry, kmodel, works, n_samples, *arrays, start=start,
                               block=max(1, int(BLOCK_SECONDS / seconds_per_sample)))
         if measured is not None and measured < seconds_per_sample:
-            seconds_per_sample, known = measured, None
-    if known is None:
+            seconds_per_sample, record = measured, True
+    if record:
         if len(_KERNEL_CALLS) >= _KERNEL_CALLS_KEPT:
             _KERNEL_CALLS.clear()
         _KERNEL_CALLS[key] = (kmodel, seconds_per_sample, entry)
@@ -245,14 +245,5 @@ def compiled_entry(kernel, args):
 
 def chunk_workspace(kmodel, kind, sizes, allocate, chunk):
     """The cached workspace ``allocate(kmodel, 1)`` of chunk ``chunk`` (:func:`workspace`,
-    key ``(chunk, *sizes)``), found in the calling thread's cache without a call of
-    :func:`workspace` once made."""
-    shape_key = (chunk, *sizes)
-    entry = getattr(_WORKSPACES, "cache", _NO_CACHE).get((id(kmodel), kind, shape_key))
-    if entry is not None and entry[0] is kmodel:
-        return entry[1]
-    return workspace(kmodel, kind, shape_key, lambda: allocate(kmodel, 1))
-
-
-_NO_CACHE = {}
-"""What :func:`chunk_workspace` reads before the calling thread has a workspace cache."""
+    key ``(chunk, *sizes)``)."""
+    return workspace(kmodel, kind, (chunk, *sizes), lambda: allocate(kmodel, 1))
