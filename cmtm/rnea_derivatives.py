@@ -68,8 +68,7 @@ import numpy as np
 from cmtm._jit import claim_samples, index_range, jit, jit_inline, jit_kernel, jit_leaf
 from cmtm.rnea import (base_motion, composite_inertia_to_parent_add, link_pose_in_parent,
                        world_pose)
-from cmtm.spatial import JOINT_REVOLUTE, force_cross_add, motion_cross_add
-from cmtm.taylor import zero_blocks, zero_stack
+from cmtm.spatial import JOINT_REVOLUTE, motion_cross_add
 
 
 class TorqueDerivativesWorkspace(NamedTuple):
@@ -96,7 +95,6 @@ class TorqueDerivativesWorkspace(NamedTuple):
     rotational_inertia: np.ndarray
     identity: np.ndarray
     origin: np.ndarray
-    w_pair: np.ndarray
     row: np.ndarray
     descendant: np.ndarray
     columns: np.ndarray
@@ -118,7 +116,7 @@ def torque_derivatives_workspace(kernel_model, n_chunks):
         w_dIO=work(n, 3, 3), w_h=work(n, 6), w_F=work(n, 6), w_v0=work(6), w_a0=work(6),
         first_moment=np.array(kernel_model.first_moment),
         rotational_inertia=np.array(kernel_model.rotational_inertia),
-        identity=np.eye(3), origin=np.zeros(3), w_pair=work(5, 6), row=work(2, 6, n),
+        identity=np.eye(3), origin=np.zeros(3), row=work(2, 6, n),
         descendant=work(3, 6, n), columns=work(3, 6, n))
 
 
@@ -192,23 +190,76 @@ def world_screw(joint_type, axis, w_R, w_p, s):
 
 
 @jit_leaf
-def inertia_add(m, mc, I_O, x, scale, out):
-    """out += scale I x for the spatial inertia I = [[I_O, [mc x]], [[mc x]^T, m E]] (§2.3)
+def inertia_times6(m, mc, I_O, x):
+    """I x as a 6-tuple for the spatial inertia I = [[I_O, [mc x]], [[mc x]^T, m E]] (§2.3)
     given by its mass m, first moment mc and rotational inertia I_O: [I_O w + mc x u;
-    m u - mc x w] for x = [w; u]. The accumulating form of ``cmtm.rnea.inertia_times``,
-    which the order-0 RNEA keeps: written as zeroing then this, inverse_dynamics was 3-5 %
-    slower (Panda, 1000 samples, and a 128-link chain; ten alternating runs, identical
-    bits)."""
+    m u - mc x w] for x = [w; u] (the value form of ``cmtm.rnea.inertia_times``)."""
     w0, w1, w2, u0, u1, u2 = x[0], x[1], x[2], x[3], x[4], x[5]
-    out[0] += scale * (I_O[0, 0] * w0 + I_O[0, 1] * w1 + I_O[0, 2] * w2
-                       + (mc[1] * u2 - mc[2] * u1))
-    out[1] += scale * (I_O[1, 0] * w0 + I_O[1, 1] * w1 + I_O[1, 2] * w2
-                       + (mc[2] * u0 - mc[0] * u2))
-    out[2] += scale * (I_O[2, 0] * w0 + I_O[2, 1] * w1 + I_O[2, 2] * w2
-                       + (mc[0] * u1 - mc[1] * u0))
-    out[3] += scale * (m * u0 - (mc[1] * w2 - mc[2] * w1))
-    out[4] += scale * (m * u1 - (mc[2] * w0 - mc[0] * w2))
-    out[5] += scale * (m * u2 - (mc[0] * w1 - mc[1] * w0))
+    return (I_O[0, 0] * w0 + I_O[0, 1] * w1 + I_O[0, 2] * w2 + (mc[1] * u2 - mc[2] * u1),
+            I_O[1, 0] * w0 + I_O[1, 1] * w1 + I_O[1, 2] * w2 + (mc[2] * u0 - mc[0] * u2),
+            I_O[2, 0] * w0 + I_O[2, 1] * w1 + I_O[2, 2] * w2 + (mc[0] * u1 - mc[1] * u0),
+            m * u0 - (mc[1] * w2 - mc[2] * w1),
+            m * u1 - (mc[2] * w0 - mc[0] * w2),
+            m * u2 - (mc[0] * w1 - mc[1] * w0))
+
+
+@jit_leaf
+def inertia_add(m, mc, I_O, x, scale, out):
+    """out += scale I x (:func:`inertia_times6`), the six products formed before the first
+    store. The accumulating form of ``cmtm.rnea.inertia_times``, which the order-0 RNEA
+    keeps: written as zeroing then this, inverse_dynamics was 3-5 % slower (Panda, 1000
+    samples, and a 128-link chain; ten alternating runs, identical bits)."""
+    product = inertia_times6(m, mc, I_O, x)
+    for r in range(6):
+        out[r] += scale * product[r]
+
+
+@jit_leaf
+def motion_cross6(v, x):
+    """v x x as a 6-tuple, [w x w_x; w x u_x + u x w_x] for v = [w; u], x = [w_x; u_x]:
+    the products of ``cmtm.spatial.motion_cross_add`` in its order, kept in registers."""
+    w0, w1, w2, u0, u1, u2 = v[0], v[1], v[2], v[3], v[4], v[5]
+    return (w1 * x[2] - w2 * x[1], w2 * x[0] - w0 * x[2], w0 * x[1] - w1 * x[0],
+            u1 * x[2] - u2 * x[1] + w1 * x[5] - w2 * x[4],
+            u2 * x[0] - u0 * x[2] + w2 * x[3] - w0 * x[5],
+            u0 * x[1] - u1 * x[0] + w0 * x[4] - w1 * x[3])
+
+
+@jit_leaf
+def force_cross6(v, f):
+    """v x^* f as a 6-tuple, [w x n + u x f_l; w x f_l] for v = [w; u], f = [n; f_l]: the
+    products of ``cmtm.spatial.force_cross_add`` in its order, kept in registers."""
+    w0, w1, w2, u0, u1, u2 = v[0], v[1], v[2], v[3], v[4], v[5]
+    return (w1 * f[2] - w2 * f[1] + u1 * f[5] - u2 * f[4],
+            w2 * f[0] - w0 * f[2] + u2 * f[3] - u0 * f[5],
+            w0 * f[1] - w1 * f[0] + u0 * f[4] - u1 * f[3],
+            w1 * f[5] - w2 * f[4], w2 * f[3] - w0 * f[5], w0 * f[4] - w1 * f[3])
+
+
+@jit_leaf
+def plus_scaled6(a, scale, b):
+    """a + scale b for 6-vectors (tuples or arrays), as a 6-tuple: ``out += scale b`` of
+    the accumulating helpers with ``out`` in registers (a = ZERO6 for ``out`` zeroed)."""
+    return (a[0] + scale * b[0], a[1] + scale * b[1], a[2] + scale * b[2],
+            a[3] + scale * b[3], a[4] + scale * b[4], a[5] + scale * b[5])
+
+
+@jit_leaf
+def vector6(x):
+    """The six entries of x as a tuple (loaded once, so that later stores cannot make the
+    compiler load them again)."""
+    return (x[0], x[1], x[2], x[3], x[4], x[5])
+
+
+@jit_leaf
+def store6(x, out):
+    """out[:6] = x."""
+    out[0], out[1], out[2], out[3], out[4], out[5] = x[0], x[1], x[2], x[3], x[4], x[5]
+
+
+ZERO6 = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+"""The zeroed 6-vector that the register forms accumulate into (0 + x, as the array forms
+on a zeroed ``out``: the same bits, signed zeros included)."""
 
 
 @jit
@@ -232,6 +283,9 @@ def inertia_rate_add(v, m, mc, I_O, dmc, dI_O):
         I_O' = [w x] I_O - I_O [w x] - (mc u^T + u mc^T) + 2 (u . mc) E
 
     where [w x] I_O - I_O [w x] = G + G^T with G = [w x] I_O (I_O symmetric)."""
+    v, mc = vector6(v), (mc[0], mc[1], mc[2])     # loaded before the first store
+    I_O = ((I_O[0, 0], I_O[0, 1], I_O[0, 2]), (I_O[1, 0], I_O[1, 1], I_O[1, 2]),
+           (I_O[2, 0], I_O[2, 1], I_O[2, 2]))
     w0, w1, w2, u0, u1, u2 = v[0], v[1], v[2], v[3], v[4], v[5]
     dmc[0] += w1 * mc[2] - w2 * mc[1] + m * u0
     dmc[1] += w2 * mc[0] - w0 * mc[2] + m * u1
@@ -241,67 +295,90 @@ def inertia_rate_add(v, m, mc, I_O, dmc, dI_O):
         r1, r2 = (r + 1) % 3, (r + 2) % 3
         for k in range(3):
             k1, k2 = (k + 1) % 3, (k + 2) % 3
-            g_rk = v[r1] * I_O[r2, k] - v[r2] * I_O[r1, k]      # ([w x] I_O)[r, k]
-            g_kr = v[k1] * I_O[k2, r] - v[k2] * I_O[k1, r]
+            g_rk = v[r1] * I_O[r2][k] - v[r2] * I_O[r1][k]      # ([w x] I_O)[r, k]
+            g_kr = v[k1] * I_O[k2][r] - v[k2] * I_O[k1][r]
             dI_O[r, k] += g_rk + g_kr - (mc[r] * v[3 + k] + v[3 + r] * mc[k]) \
                 + (twice_uc if r == k else 0.0)
 
 
 @jit_inline
-def forward_pass(model, ws, chunk, q, qd, qdd, rates):
+def forward_pass(model, ws, chunk, q, qd, qdd, blocks):
     """Poses, screws and their rates, twists, accelerations, and per link the world inertia
-    I_i (into w_m, w_mc, w_IO), its rate (w_dmc, w_dIO; left zero unless ``rates``: only
-    the blocks read it), the momentum I_i v_i (w_h) and the force f_i (w_F): the first
-    loop of the module docstring, accumulated into arrays zeroed here."""
-    for link_arrays in (ws.w_m[chunk], ws.w_mc[chunk], ws.w_dmc[chunk], ws.w_h[chunk],
-                        ws.w_F[chunk]):
-        zero_stack(link_arrays)
-    zero_blocks(ws.w_IO[chunk])
-    zero_blocks(ws.w_dIO[chunk])
+    I_i (into w_m, w_mc, w_IO), the momentum I_i v_i (w_h) and the force f_i (w_F): the
+    first loop of the module docstring; with ``blocks`` (what only the blocks read) also
+    s''_i and the inertia's rate (w_dmc, w_dIO), else w_s[:, 2], w_dmc, w_dIO and w_h are
+    left as they are. Each link's 6-vectors are formed in registers (the ``*6`` forms,
+    ZERO6 for the arrays the accumulating form zeroed) and stored once: the same sums in
+    the same order as accumulating into the workspace arrays, which made the compiler load
+    the inputs again after every store (they might alias)."""
     for i in range(model.parent.shape[0]):
         par = model.parent[i]
         w_R, w_p = ws.w_R[chunk, i], ws.w_p[chunk, i]
-        s, ds, dds = ws.w_s[chunk, i, 0], ws.w_s[chunk, i, 1], ws.w_s[chunk, i, 2]
-        v, alpha = ws.w_v[chunk, i], ws.w_alpha[chunk, i]
         m, mc, I_O = ws.w_m[chunk, i], ws.w_mc[chunk, i], ws.w_IO[chunk, i]
         link_world_pose(model, i, q[i], ws.E[chunk], ws.R[chunk], ws.p[chunk], ws.identity,
-                        ws.origin, ws.w_R[chunk], ws.w_p[chunk], s)
+                        ws.origin, ws.w_R[chunk], ws.w_p[chunk], ws.w_s[chunk, i, 0])
         if par < 0:
             v_par, alpha_par = ws.w_v0[chunk], ws.w_a0[chunk]   # base at rest, accelerating at -g
         else:
             v_par, alpha_par = ws.w_v[chunk, par], ws.w_alpha[chunk, par]
-        for r in range(6):
-            v[r] = v_par[r]
-            alpha[r] = alpha_par[r]
-        for r in range(6):
-            ds[r] = 0.0
-            dds[r] = 0.0
-        motion_cross_add(v, s, 1.0, ds)                 # s' = v_p x s
-        motion_cross_add(alpha, s, 1.0, dds)            # s'' = alpha_p x s + v_p x s'
-        motion_cross_add(v, ds, 1.0, dds)
-        for r in range(6):
-            alpha[r] += ds[r] * qd[i] + s[r] * qdd[i]   # alpha = alpha_p + s' q' + s q''
-            v[r] += s[r] * qd[i]                        # v = v_p + s q'
+        s, v_par, alpha_par = vector6(ws.w_s[chunk, i, 0]), vector6(v_par), vector6(alpha_par)
+        ds = plus_scaled6(ZERO6, 1.0, motion_cross6(v_par, s))     # s' = v_p x s
+        alpha = link_acceleration(alpha_par, ds, s, qd[i], qdd[i])
+        v = plus_scaled6(v_par, qd[i], s)                           # v = v_p + s q'
+        store6(ds, ws.w_s[chunk, i, 1])
+        store6(v, ws.w_v[chunk, i])
+        store6(alpha, ws.w_alpha[chunk, i])
+        m[0] = 0.0
+        zero_inertia_parts(mc, I_O)
         composite_inertia_to_parent_add(w_R, w_p, model.mass[i], ws.first_moment[i],
                                         ws.rotational_inertia[i], m, mc, I_O)  # A^{-T} I A^{-1}
-        if rates:                                       # I' = v x^* I - I v x
-            inertia_rate_add(v, m[0], mc, I_O, ws.w_dmc[chunk, i], ws.w_dIO[chunk, i])
-        h, f = ws.w_h[chunk, i], ws.w_F[chunk, i]
-        inertia_add(m[0], mc, I_O, v, 1.0, h)           # h = I v
-        inertia_add(m[0], mc, I_O, alpha, 1.0, f)       # f = I alpha + v x^* h
-        force_cross_add(v, h, 1.0, f)
+        if blocks:                                      # s'' = alpha_p x s + v_p x s'
+            dds = plus_scaled6(plus_scaled6(ZERO6, 1.0, motion_cross6(alpha_par, s)), 1.0,
+                               motion_cross6(v_par, ds))
+            store6(dds, ws.w_s[chunk, i, 2])
+            dmc, dI_O = ws.w_dmc[chunk, i], ws.w_dIO[chunk, i]
+            zero_inertia_parts(dmc, dI_O)
+            inertia_rate_add(v, m[0], mc, I_O, dmc, dI_O)          # I' = v x^* I - I v x
+        h = plus_scaled6(ZERO6, 1.0, inertia_times6(m[0], mc, I_O, v))     # h = I v
+        f = plus_scaled6(plus_scaled6(ZERO6, 1.0, inertia_times6(m[0], mc, I_O, alpha)), 1.0,
+                         force_cross6(v, h))                        # f = I alpha + v x^* h
+        if blocks:
+            store6(h, ws.w_h[chunk, i])
+        store6(f, ws.w_F[chunk, i])
+
+
+@jit_leaf
+def zero_inertia_parts(mc, I_O):
+    """mc[:] = 0 and I_O[:] = 0: the first moment and rotational inertia of one link."""
+    for r in range(3):
+        mc[r] = 0.0
+        for c in range(3):
+            I_O[r, c] = 0.0
+
+
+@jit_leaf
+def link_acceleration(alpha_par, ds, s, qd, qdd):
+    """alpha = alpha_p + (s' q' + s q''), the link's spatial acceleration (6-tuple)."""
+    return (alpha_par[0] + (ds[0] * qd + s[0] * qdd), alpha_par[1] + (ds[1] * qd + s[1] * qdd),
+            alpha_par[2] + (ds[2] * qd + s[2] * qdd), alpha_par[3] + (ds[3] * qd + s[3] * qdd),
+            alpha_par[4] + (ds[4] * qd + s[4] * qdd), alpha_par[5] + (ds[5] * qd + s[5] * qdd))
 
 
 @jit_inline
-def subtree_sums(model, ws, chunk):
-    """Composite inertia, its rate, subtree momentum and joint force: each link's own,
-    summed over its subtree (children have larger indices)."""
+def subtree_sums(model, ws, chunk, blocks):
+    """Joint force and, with ``blocks``, composite inertia, its rate and subtree momentum
+    (what only the blocks read): each link's own, summed over its subtree (children have
+    larger indices)."""
     m, mc, I_O = ws.w_m[chunk], ws.w_mc[chunk], ws.w_IO[chunk]
     dmc, dI_O = ws.w_dmc[chunk], ws.w_dIO[chunk]
     h, F = ws.w_h[chunk], ws.w_F[chunk]
     for i in range(model.parent.shape[0] - 1, -1, -1):
         par = model.parent[i]
-        if par >= 0:
+        if par < 0:
+            continue
+        for r in range(6):
+            F[par, r] += F[i, r]
+        if blocks:
             m[par, 0] += m[i, 0]
             for r in range(3):
                 mc[par, r] += mc[i, r]
@@ -311,7 +388,6 @@ def subtree_sums(model, ws, chunk):
                     dI_O[par, r, k] += dI_O[i, r, k]
             for r in range(6):
                 h[par, r] += h[i, r]
-                F[par, r] += F[i, r]
 
 
 @jit_inline
@@ -319,30 +395,23 @@ def pair_factors(model, ws, chunk):
     """Per output joint i: c_i = gamma_i - e_i and b_i (``row[:, :, i]``); per input joint
     j as a descendant: y'_j, b'_j + y_j and b_j (``descendant[:, :, j]``); per input joint
     j in a support: s_j, s'_j and s''_j (``columns[:, :, j]``). Stored component-major so
-    that the pair loops run over contiguous link ranges."""
+    that the pair loops run over contiguous link ranges; formed in registers
+    (:func:`forward_pass`)."""
     row, descendant, columns = ws.row[chunk], ws.descendant[chunk], ws.columns[chunk]
-    b, gamma, e, db_y, dy = ws.w_pair[chunk, 0], ws.w_pair[chunk, 1], ws.w_pair[chunk, 2], \
-        ws.w_pair[chunk, 3], ws.w_pair[chunk, 4]
     for i in range(model.parent.shape[0]):
         s, ds, dds = ws.w_s[chunk, i, 0], ws.w_s[chunk, i, 1], ws.w_s[chunk, i, 2]
         m, mc, I_O, dmc, dI_O = ws.w_m[chunk, i, 0], ws.w_mc[chunk, i], ws.w_IO[chunk, i], \
             ws.w_dmc[chunk, i], ws.w_dIO[chunk, i]
         h, F = ws.w_h[chunk, i], ws.w_F[chunk, i]
-        for k in range(6):
-            b[k] = 0.0
-            gamma[k] = 0.0
-            e[k] = 0.0
-            dy[k] = 0.0
-        inertia_add(m, mc, I_O, s, 1.0, b)              # b = I^C s
-        inertia_add(0.0, dmc, dI_O, s, 1.0, gamma)      # gamma = I^C' s
-        force_cross_add(s, h, 1.0, e)                   # e = s x^* h
-        for k in range(6):
-            db_y[k] = gamma[k] + e[k]                   # b' + y = gamma + e
-        inertia_add(m, mc, I_O, ds, 2.0, db_y)          #          + 2 I^C s'
-        force_cross_add(s, F, 1.0, dy)                  # y' = s x^* F + s' x^* h
-        force_cross_add(ds, h, 1.0, dy)                 #      + I^C' s' + I^C s''
-        inertia_add(0.0, dmc, dI_O, ds, 1.0, dy)
-        inertia_add(m, mc, I_O, dds, 1.0, dy)
+        b = plus_scaled6(ZERO6, 1.0, inertia_times6(m, mc, I_O, s))          # b = I^C s
+        gamma = plus_scaled6(ZERO6, 1.0, inertia_times6(0.0, dmc, dI_O, s))  # gamma = I^C' s
+        e = plus_scaled6(ZERO6, 1.0, force_cross6(s, h))                     # e = s x^* h
+        db_y = plus_scaled6(plus_scaled6(gamma, 1.0, e), 2.0,                 # b' + y = gamma
+                            inertia_times6(m, mc, I_O, ds))                   # + e + 2 I^C s'
+        dy = plus_scaled6(ZERO6, 1.0, force_cross6(s, F))         # y' = s x^* F + s' x^* h
+        dy = plus_scaled6(dy, 1.0, force_cross6(ds, h))           #      + I^C' s' + I^C s''
+        dy = plus_scaled6(dy, 1.0, inertia_times6(0.0, dmc, dI_O, ds))
+        dy = plus_scaled6(dy, 1.0, inertia_times6(m, mc, I_O, dds))
         for k in range(6):
             row[0, k, i] = gamma[k] - e[k]
             row[1, k, i] = b[k]
@@ -505,7 +574,7 @@ def torque_derivatives_kernel(model, ws, chunk, claim, last, q_stack, tau, out, 
         for sample in range(first, stop):
             forward_pass(model, ws, chunk, q_stack[sample, 0], q_stack[sample, 1],
                          q_stack[sample, 2], blocks_wanted)
-            subtree_sums(model, ws, chunk)
+            subtree_sums(model, ws, chunk, blocks_wanted)
             if tau.shape[0]:
                 joint_torques(ws.w_s[chunk], ws.w_F[chunk], tau[sample])
             finite[sample] = True
