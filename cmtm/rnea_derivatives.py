@@ -45,6 +45,19 @@ order 2 4.5 -> 3.5, 22.2 -> 18.4, 272 -> 261. Results against the 6x6 form, rela
 the largest entry (Panda and a 9-link tree with prismatic joints, 5 samples): order 0
 1e-16 to 4e-16, order 1 1e-15 to 2e-15, order 2 3e-15 to 1e-14.
 
+Each link's 6-vectors (screw rates, twist, acceleration, momentum, force, pair factors) are
+formed in registers, as tuples (``inertia_times6``, ``motion_cross6``, ``force_cross6``,
+``plus_scaled6``), and stored once: accumulated into workspace arrays term by term, as
+before 2026-12-04, they made the compiler load the inputs again after every store (the
+arrays might alias). The same sums in the same order, identical bits. Kernel alone, one
+thread, 200 samples (40 for the 32-link chain), us per sample, three alternating rounds in
+separate processes (host load 2-3 on 2 cores): the blocks, 3-link chain 0.661-0.680 ->
+0.536-0.557, Panda 1.57-1.66 -> 1.32-1.36, 32-link chain 9.26-9.79 -> 8.37-8.65; the
+torques alone (which now also skip s'', the inertia rates and the subtree sums of inertia
+and momentum) 0.314-0.346 -> 0.236-0.243, 0.705-0.735 -> 0.533-0.576, 3.12-3.21 ->
+2.49-2.56. Cold compile of the kernel (first call, empty cache, three alternating pairs)
+5.3, 7.8, 7.1 s before, 5.1, 7.0, 7.2 s after.
+
 =========================  ================  ==========  =================================
 symbol                     code              shape       meaning (world frame, raw)
 =========================  ================  ==========  =================================
@@ -282,7 +295,8 @@ def inertia_rate_add(v, m, mc, I_O, dmc, dI_O):
         mc'  = w x mc + m u
         I_O' = [w x] I_O - I_O [w x] - (mc u^T + u mc^T) + 2 (u . mc) E
 
-    where [w x] I_O - I_O [w x] = G + G^T with G = [w x] I_O (I_O symmetric)."""
+    where [w x] I_O - I_O [w x] = G + G^T with G = [w x] I_O (I_O symmetric); the inputs
+    are loaded once, before the first store."""
     v, mc = vector6(v), (mc[0], mc[1], mc[2])     # loaded before the first store
     I_O = ((I_O[0, 0], I_O[0, 1], I_O[0, 2]), (I_O[1, 0], I_O[1, 1], I_O[1, 2]),
            (I_O[2, 0], I_O[2, 1], I_O[2, 2]))
@@ -560,9 +574,10 @@ def torque_derivatives_kernel(model, ws, chunk, claim, last, q_stack, tau, out, 
     entry of sample s's blocks is finite (:func:`blocks_finite`), so that the caller need
     not read the output again (a sum over it took 40-44 us per sample of the 128-link
     chain's 370-380). ``tau`` or ``out`` with no rows (shape (0, ...)) is not written: the
-    torques alone skip the inertia rates, the pair factors and the blocks (and flag every
-    sample finite), the blocks alone the dot products of the torques; the torques are the
-    same bits either way (the same forward pass and subtree sums). The passes are called
+    torques alone skip s'', the inertia rates, the subtree sums of inertia and momentum, the
+    pair factors and the blocks (and flag every sample finite), the blocks alone the dot
+    products of the torques; the torques are the same bits either way (the same forward
+    pass and subtree sums of the joint forces). The passes are called
     here rather than from a per-sample function inlined into the kernel: one level of
     Numba's IR inlining less (cold compile of the order-0 torque Jacobian 4.58-4.76 ->
     4.02-4.23 s, four alternating runs), at the same speed per sample."""
