@@ -457,6 +457,17 @@ def test_single_threaded_blas_sets_one_thread_inside_and_restores_the_count():
         assert blas_threads() == before
 
 
+def term_values_of(problem, ev):
+    """(y, Jy) of every term at the evaluation: the engine's of the link and torque terms
+    (its ``inputs``), a joint term's y the stack entries that its selector Jy (d, K, nv)
+    picks, by numpy's indexing."""
+    values = list(ev.inputs[2])
+    for i, S in problem._selectors().items():
+        term = problem.terms[i]
+        values[i] = ev.q_stack[:, term.derivative, term.joints], S
+    return values
+
+
 def test_gross_gradient_and_costs_equal_their_definitions_sample_by_sample(chain3):
     """Evaluation.gross_gradient, the rounding scale of the stationarity, against its
     definition sum_i w_i sum_m |B_m|^T |gs_im| summed sample by sample here from the local
@@ -473,7 +484,7 @@ def test_gross_gradient_and_costs_equal_their_definitions_sample_by_sample(chain
     ev = problem.evaluate(theta, weights)
     omega = problem.quadrature.weights
     reference = np.zeros_like(ev.gross_gradient)
-    for i, (y, Jy) in enumerate(ev.inputs[2]):
+    for i, (y, Jy) in enumerate(term_values_of(problem, ev)):
         Jy = np.broadcast_to(Jy, (len(y),) + Jy.shape[-3:])
         assert abs(ev.costs[i] - 0.5 * sum(omega[m] * y[m] @ y[m] for m in range(len(y)))) \
             <= 1e-14 * ev.costs[i]
@@ -555,9 +566,11 @@ def test_evaluate_equals_the_selector_products_bit_for_bit(chain3):
     """MotionProblem.evaluate writes a joint term's stack gradient omega_m y_m straight to
     the entries it selects and chains the gradients in a compiled loop; the reference is
     the general formula, its selector Jy: gs = (omega y) Jy, chained by scipy's sparse
-    products (conftest.chain_gradient_matrix and its |.|), the weighted sum by np.tensordot.
-    Equal bit for bit, on joint terms (one a subset of non-consecutive joints) around a
-    torque term, unequal weights."""
+    products (conftest.chain_gradient_matrix and its |.|), the weighted sum by np.tensordot;
+    the costs (a joint term's from the squares of its compiled call) against _term_cost's
+    einsum of the y that numpy's indexing selects, and cost() against evaluate's. Equal bit
+    for bit, on joint terms (one a subset of non-consecutive joints) around a torque term,
+    unequal weights."""
     problem = MotionProblem(chain3, "joint_velocity[joint1,joint3],joint_torque,joint_jerk",
                             duration=2.0, samples=40, degree=5, control_points=12, start=0.4,
                             goal=-0.3)
@@ -566,7 +579,7 @@ def test_evaluate_equals_the_selector_products_bit_for_bit(chain3):
     theta = DD.of(theta.hi + 0.05 * rng.normal(size=theta.hi.shape))
     weights = np.array([0.7, 0.2, 1e-3])
     ev = problem.evaluate(theta, weights)
-    omega, values = problem.quadrature.weights, ev.inputs[2]
+    omega, values = problem.quadrature.weights, term_values_of(problem, ev)
     N, K, nv = ev.q_stack.shape
     stack_grads, gross_stack = np.zeros((N, K, 3, nv)), np.zeros((N, K, nv))
     for i, (y, Jy) in enumerate(values):
@@ -576,6 +589,8 @@ def test_evaluate_equals_the_selector_products_bit_for_bit(chain3):
         gross_stack[:, :gs.shape[1]] += weights[i] * np.abs(gs)
         if Jy.ndim == 3:
             assert np.array_equal(y, ev.q_stack.reshape(N, -1) @ Jy.reshape(len(Jy), -1).T)
+        assert ev.costs[i] == ioc.problem._term_cost(omega, y)
+    assert problem.cost(theta, weights) == ev.cost
     C = chain_gradient_matrix(problem.chain)
     grads = np.moveaxis((C @ stack_grads.reshape(N * K, -1)).reshape(-1, 3, nv), 1, 0)
     assert np.array_equal(ev.grads, grads)
