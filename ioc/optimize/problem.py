@@ -51,6 +51,8 @@ DURATION_RANGE = (1e-3, 1e6)
 """Accepted motion durations T, s (1 ms to 11.6 days): a spline's r-th derivatives scale
 like T^-r, and far outside this range float64 overflows in the knot and derivative
 arithmetic."""
+_NO_LO, _NO_BOUND = np.zeros((0, 0)), np.zeros(0)
+"""Empty arrays: no x_lo, no bound in :meth:`MotionProblem._limit_products`."""
 FD_STACK_STEP = 1.5e-8
 """Relative step of the forward differences of the terms' vector-Jacobian products (the
 Newton Hessian's second-order part): about eps**(1/2), balancing truncation and round-off."""
@@ -398,10 +400,17 @@ class MotionProblem:
         (:func:`_signed_limit_products`) instead of scipy's dispatch and the matrices' rows
         (measured 2026-12-03, bench_peers' case (a), limit_slacks per call in a solve: 10.2
         -> 8.2 us, and 30.5 -> 17.6 us right after a pass over 64 MB)."""
+        return self._limit_products(x, _NO_LO, first_row, _NO_BOUND)
+
+    def _limit_products(self, x, x_lo, first_row, bound):
+        """:func:`_signed_limit_products` of the rows of :meth:`limit_constraints` for the
+        control points x (+ x_lo if not empty) from row first_row, subtracted from
+        ``bound`` (float64, contiguous) if not empty."""
         self.limit_constraints()
         out = np.empty(len(self._limit_terms[0]))
         _signed_limit_products(*self._limit_terms, np.ascontiguousarray(x, dtype=np.float64),
-                               first_row, np.empty((len(self.limit_times), x.shape[1])), out)
+                               np.ascontiguousarray(x_lo, dtype=np.float64), first_row, bound,
+                               np.empty((len(self.limit_times), x.shape[1])), out)
         return out
 
     def signed_limit_rows(self):
@@ -412,10 +421,9 @@ class MotionProblem:
 
     def limit_slacks(self, theta):
         """b_k = bound_k - sign_k q_rows[k](theta) of :meth:`limit_constraints`, in float64
-        (the same bits as from :meth:`limit_values`: :meth:`signed_limits_of`, a sign
-        flips no rounding)."""
-        bound = self.limit_constraints()[3]
-        return bound - self.signed_limits_of(theta.value())
+        (the same bits as from :meth:`limit_values`: :meth:`signed_limits_of` of
+        theta.value(), a sign flips no rounding), in one compiled call from the DD."""
+        return self._limit_products(theta.hi, theta.lo, 0, self.limit_constraints()[3])
 
     # --- cost evaluation ---
 
@@ -934,26 +942,33 @@ def _joint_terms(q_stack, omega, terms, orders, joints, counts, gradients, stack
 
 
 @jit_kernel
-def _signed_limit_products(node, joint, sign, first, basis, x, first_row, q, out):
-    """out[k] = sign_k q[node[k], joint[k]] (:meth:`MotionProblem.signed_limits_of`), q[c, j]
-    = sum_a basis[c, a] x[first_c + a - first_row, j] the positions at the limit nodes c
-    (work array (n_nodes, nv)) over the a whose control point is a row of x, summed from
-    +0 in the order of a: scipy's product with the CSR rows sign_k basis[c, a] (stored in
-    that order) bit for bit but for the sign of a zero (a product sign_k (basis x) is
-    exact, a sum of negated terms the negated sum, and a zero term leaves a sum
-    unchanged). Unsigned indices (``index_range``) spare the loads the checks of negative
-    ones: 4.5 -> 3.5 us on bench_peers' case (b), scipy's product 5.1 us."""
+def _signed_limit_products(node, joint, sign, first, basis, x, x_lo, first_row, bound, q,
+                           out):
+    """out[k] = sign_k q[node[k], joint[k]] (:meth:`MotionProblem.signed_limits_of`), or
+    bound[k] - sign_k q[node[k], joint[k]] where ``bound`` is not empty (the slacks of
+    :meth:`MotionProblem.limit_slacks`), q[c, j] = sum_a basis[c, a] x[first_c + a -
+    first_row, j] the positions at the limit nodes c (work array (n_nodes, nv)) over the a
+    whose control point is a row of x, summed from +0 in the order of a, x rounded from
+    x + x_lo where x_lo is not empty (a DD's ``value()``): scipy's product with the CSR
+    rows sign_k basis[c, a] (stored in that order) bit for bit but for the sign of a zero
+    (a product sign_k (basis x) is exact, a sum of negated terms the negated sum, and a
+    zero term leaves a sum unchanged). Unsigned indices (``index_range``) spare the loads
+    the checks of negative ones: 4.5 -> 3.5 us on bench_peers' case (b), scipy's product
+    5.1 us."""
     n_local = basis.shape[1]
+    with_lo, with_bound = x_lo.size > 0, bound.size > 0
     for c in range(first.size):
         start = first[c] - first_row
         begin, end = max(0, -start), min(n_local, x.shape[0] - start)
         for j in index_range(0, x.shape[1]):
             total = 0.0
             for a in index_range(begin, end):
-                total += basis[c, a] * x[np.uint64(start + a), j]
+                row = np.uint64(start + a)
+                total += basis[c, a] * (x[row, j] + x_lo[row, j] if with_lo else x[row, j])
             q[c, j] = total
     for k in range(out.size):
-        out[k] = sign[k] * q[node[k], joint[k]]
+        signed = sign[k] * q[node[k], joint[k]]
+        out[k] = bound[k] - signed if with_bound else signed
 
 
 def _term_cost(omega, y):
