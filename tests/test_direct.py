@@ -502,13 +502,15 @@ def test_gross_gradient_and_costs_equal_their_definitions_sample_by_sample(chain
 def test_limit_slacks_are_bounds_minus_the_spline_positions_at_the_limit_nodes(chain3):
     """MotionProblem.limit_slacks (the active-set steps' b) against the positions from the
     spline's own evaluation at the limit nodes (1e-14: other sums), and bit for bit against
-    the rows of limit_values with their signs; infinite bounds have no row."""
+    the rows of limit_values (of theta.value()) with their signs, on a DD with a lo part;
+    infinite bounds have no row."""
     problem = MotionProblem(chain3, "joint_jerk", duration=2.0, samples=30, degree=5,
                             control_points=12, start=0.4, goal=-0.3,
                             limits=([-1.0, -np.inf, -2.0], [1.5, 2.0, np.inf]))
     theta = problem.initial_theta()
-    theta = DD(theta.hi + 0.1 * np.random.default_rng(6).normal(size=theta.hi.shape),
-               np.zeros(theta.hi.shape))
+    rng = np.random.default_rng(6)
+    hi = theta.hi + 0.1 * rng.normal(size=theta.hi.shape)
+    theta = DD(hi, 1e-16 * rng.normal(size=hi.shape))      # rounded into hi + lo
     rows, sign, _, bound = problem.limit_constraints()
     q = problem.spline.evaluate(theta, problem.limit_times, 0)[:, 0].ravel()
     slacks = problem.limit_slacks(theta)
