@@ -600,6 +600,26 @@ def test_evaluate_equals_the_selector_products_bit_for_bit(chain3):
     assert np.array_equal(ev.gross_gradient, abs(C) @ gross_stack.reshape(N * K, nv))
 
 
+def test_joint_costs_equal_term_cost_of_the_indexed_values_bit_for_bit(tree12):
+    """MotionProblem._joint_costs (squares summed in a compiled loop) against _term_cost's
+    einsum on the y that numpy's indexing selects, bit for bit: joint terms of 1 to 12
+    joints (all, one, and scattered subsets) at orders 1-3, random DD control points
+    (einsum sums a column-major copy column by column: the loop's order)."""
+    names = ["joint_velocity[joint05]", "joint_velocity", "joint_acceleration[joint02,"
+             "joint03,joint11]", "joint_jerk[joint01,joint04,joint06,joint07,joint08,joint12]"]
+    problem = MotionProblem(tree12, names, duration=1.0, samples=30, control_points=10,
+                            limits="none")
+    omega = problem.quadrature.weights
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        hi = rng.uniform(-2, 2, (10, tree12.nv))
+        q_stack = problem.stack(DD(hi, 1e-17 * rng.normal(size=hi.shape)))
+        costs = problem._joint_costs(q_stack)
+        for i, term in enumerate(problem.terms):
+            y = q_stack[:, term.derivative, term.joints]
+            assert costs[i] == ioc.problem._term_cost(omega, y)
+
+
 def test_stationarity_equals_numpys_norms_bit_for_bit(chain3):
     """_stationarity's norms (sqrt(x . x)) and maxima (array methods) against the formulas
     with numpy.linalg.norm, np.max and np.flatnonzero: equal bit for bit, at an iterate
