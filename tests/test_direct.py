@@ -457,6 +457,17 @@ def test_single_threaded_blas_sets_one_thread_inside_and_restores_the_count():
         assert blas_threads() == before
 
 
+def term_values_of(problem, ev):
+    """(y, Jy) of every term at the evaluation: the engine's of the link and torque terms
+    (its ``inputs``), a joint term's y the stack entries that its selector Jy (d, K, nv)
+    picks, by numpy's indexing."""
+    values = list(ev.inputs[2])
+    for i, S in problem._selectors().items():
+        term = problem.terms[i]
+        values[i] = ev.q_stack[:, term.derivative, term.joints], S
+    return values
+
+
 def test_gross_gradient_and_costs_equal_their_definitions_sample_by_sample(chain3):
     """Evaluation.gross_gradient, the rounding scale of the stationarity, against its
     definition sum_i w_i sum_m |B_m|^T |gs_im| summed sample by sample here from the local
@@ -473,7 +484,7 @@ def test_gross_gradient_and_costs_equal_their_definitions_sample_by_sample(chain
     ev = problem.evaluate(theta, weights)
     omega = problem.quadrature.weights
     reference = np.zeros_like(ev.gross_gradient)
-    for i, (y, Jy) in enumerate(ev.inputs[2]):
+    for i, (y, Jy) in enumerate(term_values_of(problem, ev)):
         Jy = np.broadcast_to(Jy, (len(y),) + Jy.shape[-3:])
         assert abs(ev.costs[i] - 0.5 * sum(omega[m] * y[m] @ y[m] for m in range(len(y)))) \
             <= 1e-14 * ev.costs[i]
@@ -491,13 +502,15 @@ def test_gross_gradient_and_costs_equal_their_definitions_sample_by_sample(chain
 def test_limit_slacks_are_bounds_minus_the_spline_positions_at_the_limit_nodes(chain3):
     """MotionProblem.limit_slacks (the active-set steps' b) against the positions from the
     spline's own evaluation at the limit nodes (1e-14: other sums), and bit for bit against
-    the rows of limit_values with their signs; infinite bounds have no row."""
+    the rows of limit_values (of theta.value()) with their signs, on a DD with a lo part;
+    infinite bounds have no row."""
     problem = MotionProblem(chain3, "joint_jerk", duration=2.0, samples=30, degree=5,
                             control_points=12, start=0.4, goal=-0.3,
                             limits=([-1.0, -np.inf, -2.0], [1.5, 2.0, np.inf]))
     theta = problem.initial_theta()
-    theta = DD(theta.hi + 0.1 * np.random.default_rng(6).normal(size=theta.hi.shape),
-               np.zeros(theta.hi.shape))
+    rng = np.random.default_rng(6)
+    hi = theta.hi + 0.1 * rng.normal(size=theta.hi.shape)
+    theta = DD(hi, 1e-16 * rng.normal(size=hi.shape))      # rounded into hi + lo
     rows, sign, _, bound = problem.limit_constraints()
     q = problem.spline.evaluate(theta, problem.limit_times, 0)[:, 0].ravel()
     slacks = problem.limit_slacks(theta)
@@ -555,9 +568,11 @@ def test_evaluate_equals_the_selector_products_bit_for_bit(chain3):
     """MotionProblem.evaluate writes a joint term's stack gradient omega_m y_m straight to
     the entries it selects and chains the gradients in a compiled loop; the reference is
     the general formula, its selector Jy: gs = (omega y) Jy, chained by scipy's sparse
-    products (conftest.chain_gradient_matrix and its |.|), the weighted sum by np.tensordot.
-    Equal bit for bit, on joint terms (one a subset of non-consecutive joints) around a
-    torque term, unequal weights."""
+    products (conftest.chain_gradient_matrix and its |.|), the weighted sum by np.tensordot;
+    the costs (a joint term's from the squares of its compiled call) against _term_cost's
+    einsum of the y that numpy's indexing selects, and cost() against evaluate's. Equal bit
+    for bit, on joint terms (one a subset of non-consecutive joints) around a torque term,
+    unequal weights."""
     problem = MotionProblem(chain3, "joint_velocity[joint1,joint3],joint_torque,joint_jerk",
                             duration=2.0, samples=40, degree=5, control_points=12, start=0.4,
                             goal=-0.3)
@@ -566,7 +581,7 @@ def test_evaluate_equals_the_selector_products_bit_for_bit(chain3):
     theta = DD.of(theta.hi + 0.05 * rng.normal(size=theta.hi.shape))
     weights = np.array([0.7, 0.2, 1e-3])
     ev = problem.evaluate(theta, weights)
-    omega, values = problem.quadrature.weights, ev.inputs[2]
+    omega, values = problem.quadrature.weights, term_values_of(problem, ev)
     N, K, nv = ev.q_stack.shape
     stack_grads, gross_stack = np.zeros((N, K, 3, nv)), np.zeros((N, K, nv))
     for i, (y, Jy) in enumerate(values):
@@ -576,11 +591,33 @@ def test_evaluate_equals_the_selector_products_bit_for_bit(chain3):
         gross_stack[:, :gs.shape[1]] += weights[i] * np.abs(gs)
         if Jy.ndim == 3:
             assert np.array_equal(y, ev.q_stack.reshape(N, -1) @ Jy.reshape(len(Jy), -1).T)
+        assert ev.costs[i] == ioc.problem._term_cost(omega, y)
+    assert problem.cost(theta, weights) == ev.cost
     C = chain_gradient_matrix(problem.chain)
     grads = np.moveaxis((C @ stack_grads.reshape(N * K, -1)).reshape(-1, 3, nv), 1, 0)
     assert np.array_equal(ev.grads, grads)
     assert np.array_equal(ev.gradient, np.tensordot(weights, grads, axes=1))
     assert np.array_equal(ev.gross_gradient, abs(C) @ gross_stack.reshape(N * K, nv))
+
+
+def test_joint_costs_equal_term_cost_of_the_indexed_values_bit_for_bit(tree12):
+    """MotionProblem._joint_costs (squares summed in a compiled loop) against _term_cost's
+    einsum on the y that numpy's indexing selects, bit for bit: joint terms of 1 to 12
+    joints (all, one, and scattered subsets) at orders 1-3, random DD control points
+    (einsum sums a column-major copy column by column: the loop's order)."""
+    names = ["joint_velocity[joint05]", "joint_velocity", "joint_acceleration[joint02,"
+             "joint03,joint11]", "joint_jerk[joint01,joint04,joint06,joint07,joint08,joint12]"]
+    problem = MotionProblem(tree12, names, duration=1.0, samples=30, control_points=10,
+                            limits="none")
+    omega = problem.quadrature.weights
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        hi = rng.uniform(-2, 2, (10, tree12.nv))
+        q_stack = problem.stack(DD(hi, 1e-17 * rng.normal(size=hi.shape)))
+        costs = problem._joint_costs(q_stack)
+        for i, term in enumerate(problem.terms):
+            y = q_stack[:, term.derivative, term.joints]
+            assert costs[i] == ioc.problem._term_cost(omega, y)
 
 
 def test_stationarity_equals_numpys_norms_bit_for_bit(chain3):
@@ -601,7 +638,7 @@ def test_stationarity_equals_numpys_norms_bit_for_bit(chain3):
     assert len(expected_active) and np.array_equal(active, expected_active)
     residual, expected_mu = kkt_residual(ev.gradient.ravel()[free], limits, expected_active)
     terms = weights[:, None] * ev.grads.reshape(2, -1)[:, free]
-    scale = float(np.sqrt(np.max(np.einsum("ij,ij->i", terms, terms))))
+    scale = max(float(np.linalg.norm(term)) for term in terms)
     gross = float(np.linalg.norm(ev.gross_gradient.ravel()[free]))
     absolute = float(np.linalg.norm(residual))
     assert np.array_equal(mu, expected_mu) and absolute > 0

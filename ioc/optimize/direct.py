@@ -528,14 +528,17 @@ def _stationarity(problem, ev, w, limits, options):
     """((absolute, relative KKT residual, its rounding floor), multipliers, active constraint
     indices). The floor is eps |gross gradient| / scale: the rounding of the sum that the
     gradient is (measured at the optimum, the relative stationarity reached is 0.25-5.5
-    times it on the paper's cases, the Panda and a link-space case)."""
+    times it on the paper's cases, the Panda and a link-space case). The term gradients'
+    norms by :func:`_norm` (BLAS dot products) rather than numpy.einsum's sums of squares,
+    whose Python wrapper cost 15 us a case (a) solve right after an IPOPT solve (paired
+    medians of 100, 2026-12-04); the relative stationarity changes in its last bit."""
     free = problem.free_slice
     g = ev.gradient.ravel()[free]
     active = limits.active(options.active_tolerance) if problem.constraints == "exact" \
         else np.zeros(0, dtype=int)
     residual, mu = kkt_residual(g, limits, active)
     terms = np.asarray(w, dtype=np.float64)[:, None] * ev.grads.reshape(len(w), -1)[:, free]
-    scale = math.sqrt(np.einsum("ij,ij->i", terms, terms).max())
+    scale = max(_norm(term) for term in terms)
     gross = _norm(ev.gross_gradient.ravel()[free])
     if scale <= 1e-8 * gross:
         scale = gross

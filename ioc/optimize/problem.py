@@ -51,6 +51,8 @@ DURATION_RANGE = (1e-3, 1e6)
 """Accepted motion durations T, s (1 ms to 11.6 days): a spline's r-th derivatives scale
 like T^-r, and far outside this range float64 overflows in the knot and derivative
 arithmetic."""
+_NO_LO, _NO_BOUND = np.zeros((0, 0)), np.zeros(0)
+"""Empty arrays: no x_lo, no bound in :meth:`MotionProblem._limit_products`."""
 FD_STACK_STEP = 1.5e-8
 """Relative step of the forward differences of the terms' vector-Jacobian products (the
 Newton Hessian's second-order part): about eps**(1/2), balancing truncation and round-off."""
@@ -219,9 +221,7 @@ class MotionProblem:
         self.chain = SplineChain(self.first, self.basis, self.spline.n_control, nv)
         self.nonlinear = tuple(i for i, term in enumerate(self.terms) if term.kind != "joint")
         self._linear_bands, self._linear_sum, self._selector_cache = {}, None, None
-        # the joint terms' y = q^(r) of their joints (the entries their selectors pick)
-        self._selected = {i: (term.derivative, np.array(term.joints, dtype=np.int64))
-                          for i, term in enumerate(self.terms) if i not in self.nonlinear}
+        self._joint_terms = self._joint_term_entries()
         self._gradient_orders = self._stack_gradient_orders()
         self.limit_times = np.linspace(0.0, self.spline.duration, self.samples)
         self.layout = BandLayout(self.spline.n_control, p, nv)
@@ -400,10 +400,17 @@ class MotionProblem:
         (:func:`_signed_limit_products`) instead of scipy's dispatch and the matrices' rows
         (measured 2026-12-03, bench_peers' case (a), limit_slacks per call in a solve: 10.2
         -> 8.2 us, and 30.5 -> 17.6 us right after a pass over 64 MB)."""
+        return self._limit_products(x, _NO_LO, first_row, _NO_BOUND)
+
+    def _limit_products(self, x, x_lo, first_row, bound):
+        """:func:`_signed_limit_products` of the rows of :meth:`limit_constraints` for the
+        control points x (+ x_lo if not empty) from row first_row, subtracted from
+        ``bound`` (float64, contiguous) if not empty."""
         self.limit_constraints()
         out = np.empty(len(self._limit_terms[0]))
         _signed_limit_products(*self._limit_terms, np.ascontiguousarray(x, dtype=np.float64),
-                               first_row, np.empty((len(self.limit_times), x.shape[1])), out)
+                               np.ascontiguousarray(x_lo, dtype=np.float64), first_row, bound,
+                               np.empty((len(self.limit_times), x.shape[1])), out)
         return out
 
     def signed_limit_rows(self):
@@ -414,10 +421,9 @@ class MotionProblem:
 
     def limit_slacks(self, theta):
         """b_k = bound_k - sign_k q_rows[k](theta) of :meth:`limit_constraints`, in float64
-        (the same bits as from :meth:`limit_values`: :meth:`signed_limits_of`, a sign
-        flips no rounding)."""
-        bound = self.limit_constraints()[3]
-        return bound - self.signed_limits_of(theta.value())
+        (the same bits as from :meth:`limit_values`: :meth:`signed_limits_of` of
+        theta.value(), a sign flips no rounding), in one compiled call from the DD."""
+        return self._limit_products(theta.hi, theta.lo, 0, self.limit_constraints()[3])
 
     # --- cost evaluation ---
 
@@ -434,9 +440,12 @@ class MotionProblem:
     def cost(self, theta, weights):
         """The weighted cost alone (no Jacobian pass): line searches."""
         weights = np.asarray(weights, dtype=float)
-        values = self._values(self.stack(theta), jacobians=False)
-        omega = self.quadrature.weights
-        cost = sum(w * _term_cost(omega, y) for w, (y, _) in zip(weights, values))
+        q_stack = self.stack(theta)
+        values = self._values(q_stack, jacobians=False)
+        costs = self._joint_costs(q_stack)
+        for i in self.nonlinear:
+            costs[i] = _term_cost(self.quadrature.weights, values[i][0])
+        cost = sum(w * c for w, c in zip(weights, costs.tolist()))
         if self.constraints == "penalty":
             cost += self._add_penalties(theta, weights, None, [])
         return float(cost)
@@ -453,16 +462,13 @@ class MotionProblem:
         q_stack = self.stack(theta)
         values = self._values(q_stack)
         omega = self.quadrature.weights
-        costs = np.array([_term_cost(omega, y) for y, _ in values])
         stack_grads = np.zeros(q_stack.shape[:2] + (len(values), q_stack.shape[2]))
-        contiguous = np.ascontiguousarray(q_stack)
-        for i, (y, Jy) in enumerate(values):
-            if i in self._selected:     # a joint term: gs = omega y at the entries it selects
-                r, joints = self._selected[i]
-                _joint_stack_gradient(contiguous, omega, r, joints, i, stack_grads)
-            else:
-                gs = _stack_gradient(omega, y, Jy)
-                stack_grads[:, :gs.shape[1], i] = gs
+        costs = self._joint_costs(q_stack, stack_grads)
+        for i in self.nonlinear:
+            y, Jy = values[i]
+            costs[i] = _term_cost(omega, y)
+            gs = _stack_gradient(omega, y, Jy)
+            stack_grads[:, :gs.shape[1], i] = gs
         term_grads, gross = self.chain.gradient(stack_grads, orders=self._gradient_orders,
                                                 weights=weights)
         grads = np.ascontiguousarray(term_grads.transpose(1, 0, 2))   # (n_terms, n_c, nv)
@@ -479,11 +485,10 @@ class MotionProblem:
                           inputs=(self, theta, values, weights))
 
     def _values(self, q_stack, jacobians=True):
-        """(y (N, d), Jy) of every term at the stack: the link and torque terms' from the
-        engine (``ioc.optimize.costs.term_values``, Jy (N, d, Kd, nv) over the orders they
-        depend on, ``engine_orders``); the joint terms' y the stack entries they select
-        (``_selected``), Jy their selectors (d, K, nv), the same at every node
-        (:meth:`_selectors`)."""
+        """(y (N, d), Jy (N, d, Kd, nv)) of the link and torque terms at the stack, from the
+        engine (``ioc.optimize.costs.term_values``, Jy over the orders they depend on,
+        ``engine_orders``); None for the joint terms, whose y are stack entries
+        (:meth:`_joint_costs`)."""
         values = TermValues([None] * len(self.terms))
         if self.nonlinear:
             engine = term_values(self.model, [self.terms[i] for i in self.nonlinear],
@@ -492,10 +497,38 @@ class MotionProblem:
             for i, value in zip(self.nonlinear, engine):
                 values[i] = value
             values.engine = engine.engine
-        for i, S in self._selectors().items():
-            r, joints = self._selected[i]
-            values[i] = q_stack[:, r, joints], S if jacobians else None
         return values
+
+    def _joint_term_entries(self):
+        """The stack entries y = q^(r) of the joints of each joint term (what its selector
+        picks, in the order of its joints), as :func:`_joint_terms` takes them: (term
+        indices (Tj,), orders r (Tj,), joints (Tj, nv) padded with -1, their counts (Tj,))."""
+        linear = [i for i in range(len(self.terms)) if i not in self.nonlinear]
+        joints = np.full((len(linear), self.model.nv), -1, dtype=np.int64)
+        for t, i in enumerate(linear):
+            joints[t, :len(self.terms[i].joints)] = self.terms[i].joints
+        return (np.array(linear, dtype=np.int64),
+                np.array([self.terms[i].derivative for i in linear], dtype=np.int64),
+                joints, np.array([len(self.terms[i].joints) for i in linear], dtype=np.int64))
+
+    def _joint_costs(self, q_stack, stack_grads=None):
+        """Raw costs (n_terms,) with those of the joint terms, 1/2 sum_m omega_m |y_m|^2 for
+        y the stack entries they select (the others zero), and their stack gradients
+        omega_m y_m written to their entries of ``stack_grads`` (N, K, n_terms, nv) if
+        given: the squares |y_m|^2 and the gradients in one compiled call
+        (:func:`_joint_terms`), the sums over m as :func:`_term_cost` takes them (the same
+        bits), without numpy's indexing and einsum per term (measured 2026-12-04, case (a)
+        of bench_peers, three joint terms: evaluate 61 -> 50 us back to back)."""
+        terms, orders, joints, counts = self._joint_terms
+        omega = self.quadrature.weights
+        squares = np.empty((len(terms), len(omega)))
+        _joint_terms(np.ascontiguousarray(q_stack), omega, terms, orders, joints, counts,
+                     stack_grads is not None,
+                     np.zeros((0, 0, 0, 0)) if stack_grads is None else stack_grads, squares)
+        costs = np.zeros(len(self.terms))
+        for i, row in zip(terms.tolist(), squares):
+            costs[i] = 0.5 * float(omega @ row)
+        return costs
 
     def _stack_gradient_orders(self):
         """The orders where the stack gradients of :meth:`evaluate` may be nonzero (the
@@ -503,11 +536,9 @@ class MotionProblem:
         the engine orders of the others; their weighted sum (the gross gradient's) has the
         same."""
         orders = np.zeros(self.K, dtype=np.bool_)
-        for i, term in enumerate(self.terms):
-            if i in self._selected:
-                orders[term.derivative] = True
-            else:
-                orders[:self.engine_orders] = True
+        orders[self._joint_terms[1]] = True
+        if self.nonlinear:
+            orders[:self.engine_orders] = True
         return orders
 
     def _selectors(self):
@@ -890,39 +921,55 @@ def _add_gauss_newton(scale, Jy, W):
 
 
 @jit_kernel
-def _joint_stack_gradient(q_stack, omega, r, joints, i, stack_grads):
-    """The stack gradient gs = omega_m y_m of the joint term ``i``, y = q^(r) of ``joints``
-    (Jy selects those stack entries), written to its entries of stack_grads[:, :, i]
-    (:meth:`MotionProblem.evaluate`): numpy's ``omega[:, None] * y`` entry by entry (the
-    same bits), in one compiled call instead of a few numpy ones (measured 2026-12-03,
-    case (a) of bench_peers, three joint terms, 200 samples: evaluate 102 -> 84 us)."""
-    for m in range(q_stack.shape[0]):
-        for c in range(joints.size):
-            j = joints[c]
-            stack_grads[m, r, i, j] = omega[m] * q_stack[m, r, j]
+def _joint_terms(q_stack, omega, terms, orders, joints, counts, gradients, stack_grads,
+                 squares):
+    """squares[t, m] = |y_m|^2 of the joint term t, y = q^(r) of its joints (r = orders[t],
+    joints[t, :counts[t]]), summed from +0 in the order of its joints: numpy.einsum's
+    "md,md->m" on the stack entries that ``q_stack[:, r, joints]`` selects, the same bits
+    (its column-major copy is summed column by column); and if ``gradients``, its stack
+    gradient omega_m y_m written to stack_grads[m, r, terms[t], j] (numpy's
+    ``omega[:, None] * y`` entry by entry): :meth:`MotionProblem._joint_costs`, in one
+    compiled call instead of a few numpy ones per term."""
+    for t in range(terms.size):
+        r, i = orders[t], terms[t]
+        for m in range(q_stack.shape[0]):
+            total = 0.0
+            for c in range(counts[t]):
+                y = q_stack[m, r, joints[t, c]]
+                total += y * y
+                if gradients:
+                    stack_grads[m, r, i, joints[t, c]] = omega[m] * y
+            squares[t, m] = total
 
 
 @jit_kernel
-def _signed_limit_products(node, joint, sign, first, basis, x, first_row, q, out):
-    """out[k] = sign_k q[node[k], joint[k]] (:meth:`MotionProblem.signed_limits_of`), q[c, j]
-    = sum_a basis[c, a] x[first_c + a - first_row, j] the positions at the limit nodes c
-    (work array (n_nodes, nv)) over the a whose control point is a row of x, summed from
-    +0 in the order of a: scipy's product with the CSR rows sign_k basis[c, a] (stored in
-    that order) bit for bit but for the sign of a zero (a product sign_k (basis x) is
-    exact, a sum of negated terms the negated sum, and a zero term leaves a sum
-    unchanged). Unsigned indices (``index_range``) spare the loads the checks of negative
-    ones: 4.5 -> 3.5 us on bench_peers' case (b), scipy's product 5.1 us."""
+def _signed_limit_products(node, joint, sign, first, basis, x, x_lo, first_row, bound, q,
+                           out):
+    """out[k] = sign_k q[node[k], joint[k]] (:meth:`MotionProblem.signed_limits_of`), or
+    bound[k] - sign_k q[node[k], joint[k]] where ``bound`` is not empty (the slacks of
+    :meth:`MotionProblem.limit_slacks`), q[c, j] = sum_a basis[c, a] x[first_c + a -
+    first_row, j] the positions at the limit nodes c (work array (n_nodes, nv)) over the a
+    whose control point is a row of x, summed from +0 in the order of a, x rounded from
+    x + x_lo where x_lo is not empty (a DD's ``value()``): scipy's product with the CSR
+    rows sign_k basis[c, a] (stored in that order) bit for bit but for the sign of a zero
+    (a product sign_k (basis x) is exact, a sum of negated terms the negated sum, and a
+    zero term leaves a sum unchanged). Unsigned indices (``index_range``) spare the loads
+    the checks of negative ones: 4.5 -> 3.5 us on bench_peers' case (b), scipy's product
+    5.1 us."""
     n_local = basis.shape[1]
+    with_lo, with_bound = x_lo.size > 0, bound.size > 0
     for c in range(first.size):
         start = first[c] - first_row
         begin, end = max(0, -start), min(n_local, x.shape[0] - start)
         for j in index_range(0, x.shape[1]):
             total = 0.0
             for a in index_range(begin, end):
-                total += basis[c, a] * x[np.uint64(start + a), j]
+                row = np.uint64(start + a)
+                total += basis[c, a] * (x[row, j] + x_lo[row, j] if with_lo else x[row, j])
             q[c, j] = total
     for k in range(out.size):
-        out[k] = sign[k] * q[node[k], joint[k]]
+        signed = sign[k] * q[node[k], joint[k]]
+        out[k] = bound[k] - signed if with_bound else signed
 
 
 def _term_cost(omega, y):
@@ -935,7 +982,7 @@ def _term_cost(omega, y):
 def _stack_gradient(omega, y, Jy):
     """omega_m Jy_m^T y_m (N, K, nv): the gradient of 1/2 sum_m omega_m |y_m|^2 with respect to
     the stack at each node (Jy (N, d, K, nv); a joint term's, whose Jy selects stack
-    entries, is written by :func:`_joint_stack_gradient`)."""
+    entries, is written by :func:`_joint_terms`)."""
     return _vjp(omega[:, None] * y, Jy)
 
 

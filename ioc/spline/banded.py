@@ -227,23 +227,29 @@ class BandLayout:
         self.nv, self.n_local = nv, degree + 1
         self.size = n_control * nv
         self.u = self.n_local * nv - 1
-        d, c = np.indices((self.u, self.u))
-        self._above = d < self.u - c
-        """(u, u) mask of :meth:`restrict`: entry (d, c) of a band's first u columns lies
-        above its row 0 (d < u - c)."""
 
     def restrict(self, ab, start, stop):
         """The band of the principal submatrix of variables start..stop-1: its columns,
-        with the entries above the submatrix (rows before ``start``) zeroed."""
-        sub = ab[:, start:stop].copy()
-        width = min(self.u, stop - start)
-        sub[:self.u, :width][self._above[:, :width]] = 0.0
+        with the entries above the submatrix (rows before ``start``) zeroed, in one compiled
+        call (:func:`_restricted_band`)."""
+        sub = np.empty((ab.shape[0], stop - start))
+        _restricted_band(np.asarray(ab, dtype=np.float64), start, sub)
         return sub
 
     def add_diagonal(self, ab, values):
         """ab + diag(values), in place."""
         ab[self.u] += values
         return ab
+
+
+@jit_kernel
+def _restricted_band(ab, start, sub):
+    """sub[d, c] = ab[d, start + c], or 0 where d < u - c (above the submatrix's row 0: a
+    row before ``start``), for the columns c of sub (:meth:`BandLayout.restrict`)."""
+    u = ab.shape[0] - 1
+    for d in range(ab.shape[0]):
+        for c in range(sub.shape[1]):
+            sub[d, c] = 0.0 if d < u - c else ab[d, start + c]
 
 
 def add_row_grams(ab, A, scale):
