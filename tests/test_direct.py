@@ -329,7 +329,9 @@ def test_newton_hessian_matches_fd_of_gradients(request, model_name, costs):
                                    ("joint_torque_rate[joint03,joint09]", "link_jerk")])
 def test_gauss_newton_stack_matches_the_dense_products(tree12, costs):
     """MotionProblem._gauss_newton_stack against sum_i w_i omega_m Jy_i^T Jy_i formed with
-    einsum from the terms' Jacobians (order axes first), and symmetric to the bit."""
+    einsum from the terms' Jacobians (order axes first), symmetric to the bit, and the
+    same bits as numpy's sum of the products row by row in the kernel's order (its skip of
+    the zero entries, which the link Jacobians have, changes none)."""
     problem = MotionProblem(tree12, costs, duration=1.0, samples=5, control_points=8,
                             rest_order=0, limits="none")
     weights = np.array([1.5, 0.5])
@@ -342,6 +344,15 @@ def test_gauss_newton_stack_matches_the_dense_products(tree12, costs):
     # the same sums in another order: round-off of the products only
     assert np.max(np.abs(G - dense)) <= 1e-14 * np.max(np.abs(dense))
     assert np.array_equal(G, G.transpose(0, 2, 1, 4, 3))
+    N, K, nv = q_stack.shape
+    rows = np.zeros((N, K * nv, K * nv))
+    for i, (_, Jy) in enumerate(values):
+        flat = Jy.reshape(N, Jy.shape[1], K * nv)
+        assert np.any(flat == 0.0)
+        for d in range(flat.shape[1]):
+            rows += (weights[i] * omega)[:, None, None] * (flat[:, d, :, None]
+                                                           * flat[:, d, None, :])
+    assert np.array_equal(G, rows.reshape(N, K, nv, K, nv).transpose(0, 1, 3, 2, 4))
 
 
 @pytest.mark.parametrize("costs", [("joint_torque_rate",),

@@ -579,17 +579,17 @@ class MotionProblem:
         with the order axes first, as ``SplineChain.hessian`` takes them: a view of the
         products W (N, Kd nv, Kd nv) over the flattened stack entries (s nv + a), G[m, s,
         t, a, b] = W[m, s nv + a, t nv + b], which the chaining reads in place (no
-        reordered copy). The terms' products are added (:func:`_add_gauss_newton`, on
-        contiguous Jacobians: the innermost loop runs over adjacent entries). A term's
+        reordered copy). The terms' products are added (:func:`_add_gauss_newton`, which
+        reads each Jacobian row into a contiguous work row: no copy of the Jacobian). A term's
         Jacobian is zero beyond its top order (a torque's in q''' where a torque rate shares
         the engine call, a link velocity's in q''): those columns are left out of its
         product."""
         N, Kd, nv = len(self.quadrature.weights), self.engine_orders, self.model.nv
         omega = self.quadrature.weights
-        W = np.zeros((N, Kd * nv, Kd * nv))
+        W, row = np.zeros((N, Kd * nv, Kd * nv)), np.empty(Kd * nv)
         for i in self.nonlinear:
-            Jy = values[i][1][:, :, :self.terms[i].top_order + 1]
-            _add_gauss_newton(weights[i] * omega, np.ascontiguousarray(_flat(Jy)), W)
+            Jy = _flat(values[i][1][:, :, :self.terms[i].top_order + 1])
+            _add_gauss_newton(weights[i] * omega, Jy, row[:Jy.shape[2]], W)
         return W.reshape(N, Kd, nv, Kd, nv).transpose(0, 1, 3, 2, 4)
 
     def _curvature(self, q_stack, values, weights):
@@ -876,17 +876,26 @@ def _symmetrized_curvature(columns, S):
 
 
 @jit_kernel
-def _add_gauss_newton(scale, Jy, W):
+def _add_gauss_newton(scale, Jy, row, W):
     """W[m, p, q] += sum_d scale_m (Jy[m, d, p] Jy[m, d, q]): one term's w_i omega_m Jy_m^T
-    Jy_m, Jy (N, d, Kt nv) (flattened stack entries p = s nv + a, Kt <= Kd), W (N, Kd nv,
-    Kd nv), symmetric to the bit (each product taken in both orders is the same)."""
+    Jy_m, Jy (N, d, Kt nv) of any strides (flattened stack entries p = s nv + a, Kt <= Kd),
+    each of its rows copied to the work array ``row`` (Kt nv,) and read from there, W (N,
+    Kd nv, Kd nv), symmetric to the bit (each product taken in both orders is the same).
+    The entries p of a row where Jy[m, d, p] = 0 are skipped: their products are zeros
+    (finite Jacobians), which leave an entry of W unchanged, an entry being never -0 (a sum
+    from +0 is -0 only if every term is). A link Jacobian is about half zeros (a link moves
+    with the joints before it only): measured 2026-12-04, bench_peers' link case (the
+    Panda, two link terms of 42 rows), 1.36 -> 0.78 ms a call, case (c) 45 -> 44 us."""
+    n = row.size
     for m in range(Jy.shape[0]):
         for d in range(Jy.shape[1]):
-            row = Jy[m, d]
-            for p in range(row.size):
+            for p in range(n):
+                row[p] = Jy[m, d, p]
+            for p in range(n):
                 x, out = row[p], W[m, p]
-                for q in range(row.size):
-                    out[q] += scale[m] * (x * row[q])
+                if x != 0.0:
+                    for q in range(n):
+                        out[q] += scale[m] * (x * row[q])
 
 
 @jit_kernel
