@@ -379,6 +379,33 @@ def test_curvature_identities_match_differences_along_q_prime(tree12, monkeypatc
     assert np.max(np.abs(identities - differenced)) <= 1e-6 * np.max(np.abs(identities))
 
 
+@pytest.mark.parametrize("d, K, top, nv, B, first", [(3, 3, 3, 3, 3, 0), (42, 3, 2, 7, 2, 5),
+                                                     (5, 4, 4, 3, 1, 2)])
+def test_add_vjps_matches_numpy_products(d, K, top, nv, B, first):
+    """ioc.problem._add_vjps (the compiled lambda^T Jy of MotionProblem._curvature) against
+    numpy's matmul (its former expression, ioc.problem._vjp), on strided Jacobians cut to
+    a top order (entries p past it untouched), over a remainder of entries (P mod 4), added
+    to what the columns held, at the directions first, first + 1, ... and nowhere else."""
+    rng = np.random.default_rng(11)
+    N, O = 6, (first + B - 1) // nv + 1
+    lam = rng.standard_normal((N, d))
+    Jy = rng.standard_normal((B * N, 2, d, K, nv))[:, 1, :, :top]    # strided, like a term's
+    out = rng.standard_normal((N, O, nv, K * nv))
+    before = out.copy()
+    ioc.problem._add_vjps(lam, Jy.reshape(B * N, d, top * nv), first, out)
+    products = ioc.problem._vjp(lam, Jy.reshape(B, N, d, top, nv)).reshape(B, N, top * nv)
+    expected = before.copy()
+    for e in range(B):
+        o, j = divmod(first + e, nv)
+        expected[:, o, j, :top * nv] += products[e]
+    # the same sums (numpy's with BLAS may take another order): round-off only
+    assert np.max(np.abs(out - expected)) <= 1e-14 * np.max(np.abs(expected))
+    changed = np.zeros(out.shape, dtype=bool)
+    for e in range(B):
+        changed[:, divmod(first + e, nv)[0], divmod(first + e, nv)[1], :top * nv] = True
+    assert np.array_equal(out[~changed], before[~changed])
+
+
 def test_curvature_in_direction_groups_matches_one_group(tree12, monkeypatch):
     """The differences share engine calls in groups of directions (CURVATURE_BYTES): any
     grouping gives the same second-order part, up to the order of float sums."""
