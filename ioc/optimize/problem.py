@@ -783,7 +783,7 @@ def _add_vjps(lam, Jy, first, out):
     order, where its Jacobian may be nonzero). Each product is summed over d from +0
     (numpy's order without BLAS), four entries p at a time (four sums in flight: the rows
     of the link terms, 42 of 14 or 21 entries on bench_peers' link case, are read down
-    their columns), then added to ``out``. Measured 2026-12-04 against numpy's matmul (one
+    their columns, over unsigned d: ``index_range``), then added to ``out``. Measured 2026-12-04 against numpy's matmul (one
     BLAS call per sample), 200 samples: 3 x 9 torque Jacobians, 3 directions at once, 18
     -> 9 us; 42 x 21 and 42 x 14 link Jacobians, one direction, 39 -> 47 and 27 -> 28 us
     (numpy's over 21 entries for both: 78 -> 75 us)."""
@@ -794,7 +794,7 @@ def _add_vjps(lam, Jy, first, out):
             g, r = out[m, o, j], e * N + m
             for p in range(0, P - P % 4, 4):
                 s0 = s1 = s2 = s3 = 0.0
-                for d in range(D):
+                for d in index_range(0, D):
                     x = lam[m, d]
                     s0 += x * Jy[r, d, p]
                     s1 += x * Jy[r, d, p + 1]
@@ -806,7 +806,7 @@ def _add_vjps(lam, Jy, first, out):
                 g[p + 3] += s3
             for p in range(P - P % 4, P):
                 s0 = 0.0
-                for d in range(D):
+                for d in index_range(0, D):
                     s0 += lam[m, d] * Jy[r, d, p]
                 g[p] += s0
 
@@ -897,38 +897,38 @@ def _identity_sample(columns, E, U, rate, m):
 
 
 @jit_leaf
-def _summed_groups(columns, m, o, j, t, k):
-    """c[m, t, o, k, j] = sum_g C[g, m, o, j, t, k] (:func:`_symmetrized_sample`)."""
-    c = columns[0, m, o, j, t, k]
-    for g in range(1, columns.shape[0]):
-        c += columns[g, m, o, j, t, k]
-    return c
-
-
-@jit_leaf
 def _symmetrized_sample(columns, m, S):
     """S[m] (Kd, Kd, nv, nv) from the differenced columns C (groups, N, O, nv, Kd, nv) of
-    :meth:`MotionProblem._curvature`, summed over the groups (:func:`_summed_groups`, c):
-    S[t, o] = (c[t, o] + c[o, t]^T) / 2 where both orders are below O, S[t, o] = c[t, o]
-    and S[o, t] = c[t, o]^T for o < O <= t, zero for both >= O. The first is symmetric to
-    the bit (a + b = b + a): computed for (t, k) <= (o, j) and written to both entries."""
+    :meth:`MotionProblem._curvature`, summed over the groups in order into C[0, m] (c[o, j,
+    t, k]): S[t, o] = (c[t, o] + c[o, t]^T) / 2 where both orders are below O, S[t, o] =
+    c[t, o] and S[o, t] = c[t, o]^T for o < O <= t, zero for both >= O. The first is
+    symmetric to the bit (a + b = b + a): computed for (t, k) <= (o, j) and written to both
+    entries."""
     O, nv, Kd = columns.shape[2], columns.shape[3], columns.shape[4]
+    c, out = columns[0, m], S[m]
+    for g in range(1, columns.shape[0]):
+        other = columns[g, m]
+        for o in range(O):
+            for j in range(nv):
+                for t in range(Kd):
+                    for k in range(nv):
+                        c[o, j, t, k] += other[o, j, t, k]
     for t in range(O):
         for o in range(t, O):
+            A, B = c[o], c[t]                       # A[j, t, k], B[k, o, j]
             for k in range(nv):
                 for j in range(k if o == t else 0, nv):
-                    S[m, t, o, k, j] = S[m, o, t, j, k] = 0.5 * (
-                        _summed_groups(columns, m, o, j, t, k)
-                        + _summed_groups(columns, m, t, k, o, j))
+                    out[t, o, k, j] = out[o, t, j, k] = 0.5 * (A[j, t, k] + B[k, o, j])
     for t in range(O, Kd):
         for o in range(O):
+            A = c[o]
             for k in range(nv):
                 for j in range(nv):
-                    S[m, t, o, k, j] = S[m, o, t, j, k] = _summed_groups(columns, m, o, j, t, k)
+                    out[t, o, k, j] = out[o, t, j, k] = A[j, t, k]
         for o in range(O, Kd):
             for k in range(nv):
                 for j in range(nv):
-                    S[m, t, o, k, j] = 0.0
+                    out[t, o, k, j] = 0.0
 
 
 @jit_kernel
