@@ -783,10 +783,13 @@ def _add_vjps(lam, Jy, first, out):
     order, where its Jacobian may be nonzero). Each product is summed over d from +0
     (numpy's order without BLAS), four entries p at a time (four sums in flight: the rows
     of the link terms, 42 of 14 or 21 entries on bench_peers' link case, are read down
-    their columns, over unsigned d: ``index_range``), then added to ``out``. Measured 2026-12-04 against numpy's matmul (one
-    BLAS call per sample), 200 samples: 3 x 9 torque Jacobians, 3 directions at once, 18
-    -> 9 us; 42 x 21 and 42 x 14 link Jacobians, one direction, 39 -> 47 and 27 -> 28 us
-    (numpy's over 21 entries for both: 78 -> 75 us)."""
+    their columns; d unsigned, ``index_range``), then added to ``out``. Measured
+    2026-12-04 against numpy's matmul (one BLAS call per sample), 200 samples: 3 x 9
+    torque Jacobians, 3 directions at once, 18-19 -> 7.5 us; 42 x 21 and 42 x 14 link
+    Jacobians, one direction, 36-39 -> 43 and 27-28 -> 26 us (numpy's over 21 entries for
+    both: 72-78 -> 69 us). The rounding differs from BLAS's (its order of the sums over
+    d): bench_peers' cases b and link end with other last bits, same iterations and costs
+    (to 2e-16 relative)."""
     N, nv, D, P = lam.shape[0], out.shape[2], Jy.shape[1], Jy.shape[2]
     for e in range(Jy.shape[0] // N):
         o, j = divmod(first + e, nv)
