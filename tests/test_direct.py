@@ -329,7 +329,9 @@ def test_newton_hessian_matches_fd_of_gradients(request, model_name, costs):
                                    ("joint_torque_rate[joint03,joint09]", "link_jerk")])
 def test_gauss_newton_stack_matches_the_dense_products(tree12, costs):
     """MotionProblem._gauss_newton_stack against sum_i w_i omega_m Jy_i^T Jy_i formed with
-    einsum from the terms' Jacobians (order axes first), and symmetric to the bit."""
+    einsum from the terms' Jacobians (order axes first), symmetric to the bit, and the
+    same bits as numpy's sum of the products row by row in the kernel's order (its skip of
+    the zero entries, which the link Jacobians have, changes none)."""
     problem = MotionProblem(tree12, costs, duration=1.0, samples=5, control_points=8,
                             rest_order=0, limits="none")
     weights = np.array([1.5, 0.5])
@@ -342,6 +344,15 @@ def test_gauss_newton_stack_matches_the_dense_products(tree12, costs):
     # the same sums in another order: round-off of the products only
     assert np.max(np.abs(G - dense)) <= 1e-14 * np.max(np.abs(dense))
     assert np.array_equal(G, G.transpose(0, 2, 1, 4, 3))
+    N, K, nv = q_stack.shape
+    rows = np.zeros((N, K * nv, K * nv))
+    for i, (_, Jy) in enumerate(values):
+        flat = Jy.reshape(N, Jy.shape[1], K * nv)
+        assert np.any(flat == 0.0)
+        for d in range(flat.shape[1]):
+            rows += (weights[i] * omega)[:, None, None] * (flat[:, d, :, None]
+                                                           * flat[:, d, None, :])
+    assert np.array_equal(G, rows.reshape(N, K, nv, K, nv).transpose(0, 1, 3, 2, 4))
 
 
 @pytest.mark.parametrize("costs", [("joint_torque_rate",),
@@ -366,6 +377,33 @@ def test_curvature_identities_match_differences_along_q_prime(tree12, monkeypatc
         assert np.array_equal(S, S.transpose(0, 2, 1, 4, 3))
     # two forward differences (relative step 1.5e-8), each right to ~1e-8 of the part
     assert np.max(np.abs(identities - differenced)) <= 1e-6 * np.max(np.abs(identities))
+
+
+@pytest.mark.parametrize("d, K, top, nv, B, first", [(3, 3, 3, 3, 3, 0), (42, 3, 2, 7, 2, 5),
+                                                     (5, 4, 4, 3, 1, 2)])
+def test_add_vjps_matches_numpy_products(d, K, top, nv, B, first):
+    """ioc.problem._add_vjps (the compiled lambda^T Jy of MotionProblem._curvature) against
+    numpy's matmul (its former expression, ioc.problem._vjp), on strided Jacobians cut to
+    a top order (entries p past it untouched), over a remainder of entries (P mod 4), added
+    to what the columns held, at the directions first, first + 1, ... and nowhere else."""
+    rng = np.random.default_rng(11)
+    N, O = 6, (first + B - 1) // nv + 1
+    lam = rng.standard_normal((N, d))
+    Jy = rng.standard_normal((B * N, 2, d, K, nv))[:, 1, :, :top]    # strided, like a term's
+    out = rng.standard_normal((N, O, nv, K * nv))
+    before = out.copy()
+    ioc.problem._add_vjps(lam, Jy.reshape(B * N, d, top * nv), first, out)
+    products = ioc.problem._vjp(lam, Jy.reshape(B, N, d, top, nv)).reshape(B, N, top * nv)
+    expected = before.copy()
+    for e in range(B):
+        o, j = divmod(first + e, nv)
+        expected[:, o, j, :top * nv] += products[e]
+    # the same sums (numpy's with BLAS may take another order): round-off only
+    assert np.max(np.abs(out - expected)) <= 1e-14 * np.max(np.abs(expected))
+    changed = np.zeros(out.shape, dtype=bool)
+    for e in range(B):
+        changed[:, divmod(first + e, nv)[0], divmod(first + e, nv)[1], :top * nv] = True
+    assert np.array_equal(out[~changed], before[~changed])
 
 
 def test_curvature_in_direction_groups_matches_one_group(tree12, monkeypatch):

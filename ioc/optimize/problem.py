@@ -56,9 +56,14 @@ _NO_LO, _NO_BOUND = np.zeros((0, 0)), np.zeros(0)
 FD_STACK_STEP = 1.5e-8
 """Relative step of the forward differences of the terms' vector-Jacobian products (the
 Newton Hessian's second-order part): about eps**(1/2), balancing truncation and round-off."""
-CURVATURE_BYTES = 8 * 2**20
+CURVATURE_BYTES = 48 * 2**20
 """Bytes of term Jacobians per engine call of those differences: the perturbed samples of
-several directions share a call (fewer calls) while their Jacobians stay cache-sized."""
+several directions share a call (fewer calls, fewer fresh Jacobian arrays), within a bound
+on the memory they take. Measured 2026-12-04 (2 shared cores, two runs each), the
+fastest of 15 curvatures / of 3 solves, 8 -> 48 MB: bench_peers' link case (7 directions
+of 5.6 MB: 7 calls -> 1) 6.2-6.5 -> 4.3-4.4 ms / 88-92 -> 76-78 ms; its floating human (36
+directions of 12.4 MB: 36 calls -> 9) 100-109 -> 92-95 ms / 351-363 -> 345 ms; the Panda
+case (one call either way) the same."""
 
 
 @dataclass(frozen=True)
@@ -610,17 +615,17 @@ class MotionProblem:
         with the order axes first, as ``SplineChain.hessian`` takes them: a view of the
         products W (N, Kd nv, Kd nv) over the flattened stack entries (s nv + a), G[m, s,
         t, a, b] = W[m, s nv + a, t nv + b], which the chaining reads in place (no
-        reordered copy). The terms' products are added (:func:`_add_gauss_newton`, on
-        contiguous Jacobians: the innermost loop runs over adjacent entries). A term's
+        reordered copy). The terms' products are added (:func:`_add_gauss_newton`, which
+        reads each Jacobian row into a contiguous work row: no copy of the Jacobian). A term's
         Jacobian is zero beyond its top order (a torque's in q''' where a torque rate shares
         the engine call, a link velocity's in q''): those columns are left out of its
         product."""
         N, Kd, nv = len(self.quadrature.weights), self.engine_orders, self.model.nv
         omega = self.quadrature.weights
-        W = np.zeros((N, Kd * nv, Kd * nv))
+        W, row = np.zeros((N, Kd * nv, Kd * nv)), np.empty(Kd * nv)
         for i in self.nonlinear:
-            Jy = values[i][1][:, :, :self.terms[i].top_order + 1]
-            _add_gauss_newton(weights[i] * omega, np.ascontiguousarray(_flat(Jy)), W)
+            Jy = _flat(values[i][1][:, :, :self.terms[i].top_order + 1])
+            _add_gauss_newton(weights[i] * omega, Jy, row[:Jy.shape[2]], W)
         return W.reshape(N, Kd, nv, Kd, nv).transpose(0, 1, 3, 2, 4)
 
     def _curvature(self, q_stack, values, weights):
@@ -671,29 +676,27 @@ class MotionProblem:
         stack = np.ascontiguousarray(q_stack[:, :Kd])
         steps = FD_STACK_STEP * np.maximum(1.0, np.abs(stack[:, :O]))       # (N, O, nv)
         # C[group, m, o, j, t, k] = S[m, t, o, k, j] of the group's terms
-        columns = np.zeros((1 if groups is None else 2, N, O, nv, Kd, nv))
+        columns = np.zeros((1 + int(part.max()), N, O, nv, Kd * nv))
+        bases = np.zeros((columns.shape[0], N, 1, 1, Kd * nv))
         torques = None if groups is None else _MassDifferences(self, terms, part, lambdas,
                                                                values.engine)
-        # lambda^T Jy by numpy's matmul (BLAS): a compiled loop over the strided term
-        # Jacobians took twice as long on link terms (42 rows; bench_peers' link case)
-        vjps = [_vjp(lam, values[i][1]) for lam, i in zip(lambdas, self.nonlinear)]
-        bases = {group: _group_sum(vjps, part, group) for group in set(part.tolist())}
+        tops = [term.top_order + 1 for term in terms]     # Jy is zero beyond a term's top
+        for lam, i, group, top in zip(lambdas, self.nonlinear, part, tops):
+            _add_vjps(lam, _flat(values[i][1][:, :, :top]), 0, bases[group])
         for block in self._direction_groups(differenced * nv, values):
             perturbed = np.empty((len(block), N, Kd, nv))
             _perturbed_stacks(stack, steps, block.start, perturbed)
             moved = term_values(self.model, terms, perturbed.reshape(-1, Kd, nv),
                                 source=self.jacobians, values=False)
-            moved_vjps = [_vjp(lam, Jy.reshape((len(block), N) + Jy.shape[1:]))
-                          for lam, (_, Jy) in zip(lambdas, moved)]
-            for group, base in bases.items():
-                _vjp_differences(_flat(_group_sum(moved_vjps, part, group)), _flat(base),
-                                 steps, block.start, _flat(columns[group]))
+            for lam, (_, Jy), group, top in zip(lambdas, moved, part, tops):
+                _add_vjps(lam, _flat(Jy[:, :, :top]), block.start, columns[group])
             if torques is not None:
                 torques.add(moved.engine, block.start, steps)
-        if groups is not None:
-            _identity_blocks(columns, torques.E, torques.U, torques.rate)
+        E, U = _NO_MASS_DIFFERENCES if torques is None else (torques.E, torques.U)
         S = np.empty((N, Kd, Kd, nv, nv))
-        _symmetrized_curvature(columns, S)
+        _curvature_of_columns(columns.reshape(columns.shape[:4] + (Kd, nv)),
+                              bases.reshape(bases.shape[:2] + (Kd, nv)), steps,
+                              differenced * nv, torques is not None, part.max() == 1, E, U, S)
         return S
 
     def _identity_groups(self):
@@ -801,25 +804,45 @@ def _perturbed_stacks(stack, steps, first, perturbed):
             perturbed[e, m, o, j] += steps[m, o, j]
 
 
-def _group_sum(vjps, part, group):
-    """sum_i g_i over the terms i of ``group`` (``part``: each term's group); a lone term's
-    own array (no copy)."""
-    members = [v for v, g in zip(vjps, part) if g == group]
-    return members[0] if len(members) == 1 else sum(members)
-
-
 @jit_kernel
-def _vjp_differences(g, base, steps, first, columns):
-    """columns[m, o, j] = (g[e, m] - base[m]) / h, h = steps[m, o, j], (o, j) =
-    divmod(first + e, nv): the forward differences of the vector-Jacobian products g
-    (B, N, Kd nv) of the perturbed samples against those at the stack, base (N, Kd nv);
-    columns (N, O, nv, Kd nv) (:meth:`MotionProblem._curvature`)."""
-    nv = steps.shape[2]
-    for e in range(g.shape[0]):
+def _add_vjps(lam, Jy, first, out):
+    """out[m, o, j, :P] += lam_m^T Jy[e N + m], (o, j) = divmod(first + e, nv), for lam (N,
+    d), Jy (B N, d, P) of any strides and out (N, O, nv, P' >= P): the vector-Jacobian
+    products of a term at the B perturbed samples of the directions first, first + 1, ...
+    (at the stack itself: B = 1, out (N, 1, 1, P')), added to those of its group's other
+    terms (:meth:`MotionProblem._curvature`; P: the stack entries up to the term's top
+    order, where its Jacobian may be nonzero). Each product is summed over d from +0
+    (numpy's order without BLAS), four entries p at a time (four sums in flight: the rows
+    of the link terms, 42 of 14 or 21 entries on bench_peers' link case, are read down
+    their columns; d unsigned, ``index_range``), then added to ``out``. Measured
+    2026-12-04 against numpy's matmul (one BLAS call per sample), 200 samples: 3 x 9
+    torque Jacobians, 3 directions at once, 18-19 -> 7.5 us; 42 x 21 and 42 x 14 link
+    Jacobians, one direction, 36-39 -> 43 and 27-28 -> 26 us (numpy's over 21 entries for
+    both: 72-78 -> 69 us). The rounding differs from BLAS's (its order of the sums over
+    d): bench_peers' cases b and link end with other last bits, same iterations and costs
+    (to 2e-16 relative)."""
+    N, nv, D, P = lam.shape[0], out.shape[2], Jy.shape[1], Jy.shape[2]
+    for e in range(Jy.shape[0] // N):
         o, j = divmod(first + e, nv)
-        for m in range(g.shape[1]):
-            for p in range(g.shape[2]):
-                columns[m, o, j, p] = (g[e, m, p] - base[m, p]) / steps[m, o, j]
+        for m in range(N):
+            g, r = out[m, o, j], e * N + m
+            for p in range(0, P - P % 4, 4):
+                s0 = s1 = s2 = s3 = 0.0
+                for d in index_range(0, D):
+                    x = lam[m, d]
+                    s0 += x * Jy[r, d, p]
+                    s1 += x * Jy[r, d, p + 1]
+                    s2 += x * Jy[r, d, p + 2]
+                    s3 += x * Jy[r, d, p + 3]
+                g[p] += s0
+                g[p + 1] += s1
+                g[p + 2] += s2
+                g[p + 3] += s3
+            for p in range(P - P % 4, P):
+                s0 = 0.0
+                for d in index_range(0, D):
+                    s0 += lam[m, d] * Jy[r, d, p]
+                g[p] += s0
 
 
 @jit_kernel
@@ -846,78 +869,123 @@ def _add_mass_differences(J, moved, lam, steps, first, rate, E, U):
                         U[m, i, k] += lam[1, m, b] * dMdot
 
 
+_NO_MASS_DIFFERENCES = np.zeros((1, 1, 1, 1)), np.zeros((1, 1, 1))
+"""The E and U of :func:`_curvature_of_columns` where the identities are not used."""
+
+
 @jit_kernel
-def _identity_blocks(columns, E, U, rate):
-    """The (q', q') and (q'', q') blocks of :meth:`MotionProblem._curvature`'s identities,
-    in place, from its differenced q columns C (2 groups, N, 2, nv, Kd, nv), C[g, m, o, j,
-    t, k] = S_g[m, t, o, k, j], and the mass matrix differences E, U
-    (:class:`_MassDifferences`): X + X^T - E_0 (X the (q'', q) block of group 0) and, with
-    ``rate``, Z + Z^T - U and 2 D + D^T - E_1 (Z, D the (q'', q) and (q''', q) blocks of
-    group 1); the (q, q') blocks are the transposes of the (q', q) ones."""
-    nv = columns.shape[3]
+def _curvature_of_columns(columns, bases, steps, n_directions, identities, rate, E, U, S):
+    """S (N, Kd, Kd, nv, nv) of :meth:`MotionProblem._curvature` from its columns C (groups,
+    N, O, nv, Kd, nv), holding the summed vector-Jacobian products at the perturbed
+    samples of the first n_directions directions (:func:`_add_vjps`), and those at the
+    stack, bases (groups, N, Kd, nv): sample by sample, the differences
+    (:func:`_differenced_sample`), with ``identities`` the other blocks of the q' columns
+    (:func:`_identity_sample`, E and U those of :class:`_MassDifferences`), then S
+    (:func:`_symmetrized_sample`). C is overwritten."""
     for m in range(columns.shape[1]):
-        X, Z = columns[0, m, 0], columns[1, m, 0]          # [j, t, k] = S[t, 0, k, j]
-        for k in range(nv):
-            for j in range(nv):
-                columns[0, m, 1, j, 1, k] = X[j, 2, k] + X[k, 2, j] - E[0, m, k, j]
-                if rate:
-                    columns[1, m, 1, j, 1, k] = Z[j, 2, k] + Z[k, 2, j] - U[m, k, j]
-                    columns[1, m, 1, j, 2, k] = 2 * Z[j, 3, k] + Z[k, 3, j] - E[1, m, k, j]
-        for g in range(2):
-            for k in range(nv):
-                for j in range(nv):
-                    columns[g, m, 1, j, 0, k] = columns[g, m, 0, k, 1, j]
+        _differenced_sample(columns, bases, steps, n_directions, m)
+        if identities:
+            _identity_sample(columns, E, U, rate, m)
+        _symmetrized_sample(columns, m, S)
 
 
 @jit_leaf
-def _summed_groups(columns, m, o, j, t, k):
-    """c[m, t, o, k, j] = sum_g C[g, m, o, j, t, k] (:func:`_symmetrized_curvature`)."""
-    c = columns[0, m, o, j, t, k]
-    for g in range(1, columns.shape[0]):
-        c += columns[g, m, o, j, t, k]
-    return c
+def _differenced_sample(columns, bases, steps, n_directions, m):
+    """C[g, m, o, j] = (C[g, m, o, j] - bases[g, m]) / h, h = steps[m, o, j], (o, j) =
+    divmod(b, nv) for b < n_directions: the forward differences of the groups'
+    vector-Jacobian products at sample m, in place (:func:`_curvature_of_columns`)."""
+    nv, Kd = columns.shape[3], columns.shape[4]
+    for g in range(columns.shape[0]):
+        for b in range(n_directions):
+            o, j = divmod(b, nv)
+            h = steps[m, o, j]
+            for t in range(Kd):
+                for k in range(nv):
+                    columns[g, m, o, j, t, k] = (columns[g, m, o, j, t, k]
+                                                 - bases[g, m, t, k]) / h
 
 
-@jit_kernel
-def _symmetrized_curvature(columns, S):
-    """S (N, Kd, Kd, nv, nv) from the differenced columns C (groups, N, O, nv, Kd, nv) of
-    :meth:`MotionProblem._curvature`, summed over the groups (:func:`_summed_groups`, c):
-    S[t, o] = (c[t, o] + c[o, t]^T) / 2 where both orders are below O, S[t, o] = c[t, o]
-    and S[o, t] = c[t, o]^T for o < O <= t, zero for both >= O. The first is symmetric to
-    the bit (a + b = b + a): computed for (t, k) <= (o, j) and written to both entries."""
+@jit_leaf
+def _identity_sample(columns, E, U, rate, m):
+    """The (q', q') and (q'', q') blocks of :meth:`MotionProblem._curvature`'s identities at
+    sample m, in place, from its differenced q columns C (groups, N, 2, nv, Kd, nv), C[g,
+    m, o, j, t, k] = S_g[m, t, o, k, j], and the mass matrix differences E, U
+    (:class:`_MassDifferences`): X + X^T - E_0 (X the (q'', q) block of group 0) and, with
+    ``rate`` (a group 1), Z + Z^T - U and 2 D + D^T - E_1 (Z, D the (q'', q) and (q''', q)
+    blocks of group 1); the (q, q') blocks are the transposes of the (q', q) ones."""
+    nv = columns.shape[3]
+    X = columns[0, m, 0]                                   # [j, t, k] = S[t, 0, k, j]
+    for k in range(nv):
+        for j in range(nv):
+            columns[0, m, 1, j, 1, k] = X[j, 2, k] + X[k, 2, j] - E[0, m, k, j]
+    if rate:
+        Z = columns[1, m, 0]
+        for k in range(nv):
+            for j in range(nv):
+                columns[1, m, 1, j, 1, k] = Z[j, 2, k] + Z[k, 2, j] - U[m, k, j]
+                columns[1, m, 1, j, 2, k] = 2 * Z[j, 3, k] + Z[k, 3, j] - E[1, m, k, j]
+    for g in range(columns.shape[0]):
+        for k in range(nv):
+            for j in range(nv):
+                columns[g, m, 1, j, 0, k] = columns[g, m, 0, k, 1, j]
+
+
+@jit_leaf
+def _symmetrized_sample(columns, m, S):
+    """S[m] (Kd, Kd, nv, nv) from the differenced columns C (groups, N, O, nv, Kd, nv) of
+    :meth:`MotionProblem._curvature`, summed over the groups in order into C[0, m] (c[o, j,
+    t, k]): S[t, o] = (c[t, o] + c[o, t]^T) / 2 where both orders are below O, S[t, o] =
+    c[t, o] and S[o, t] = c[t, o]^T for o < O <= t, zero for both >= O. The first is
+    symmetric to the bit (a + b = b + a): computed for (t, k) <= (o, j) and written to both
+    entries."""
     O, nv, Kd = columns.shape[2], columns.shape[3], columns.shape[4]
-    for m in range(columns.shape[1]):
-        for t in range(O):
-            for o in range(t, O):
-                for k in range(nv):
-                    for j in range(k if o == t else 0, nv):
-                        S[m, t, o, k, j] = S[m, o, t, j, k] = 0.5 * (
-                            _summed_groups(columns, m, o, j, t, k)
-                            + _summed_groups(columns, m, t, k, o, j))
-        for t in range(O, Kd):
-            for o in range(O):
-                for k in range(nv):
-                    for j in range(nv):
-                        S[m, t, o, k, j] = S[m, o, t, j, k] = \
-                            _summed_groups(columns, m, o, j, t, k)
-            for o in range(O, Kd):
-                for k in range(nv):
-                    for j in range(nv):
-                        S[m, t, o, k, j] = 0.0
+    c, out = columns[0, m], S[m]
+    for g in range(1, columns.shape[0]):
+        other = columns[g, m]
+        for o in range(O):
+            for j in range(nv):
+                for t in range(Kd):
+                    for k in range(nv):
+                        c[o, j, t, k] += other[o, j, t, k]
+    for t in range(O):
+        for o in range(t, O):
+            A, B = c[o], c[t]                       # A[j, t, k], B[k, o, j]
+            for k in range(nv):
+                for j in range(k if o == t else 0, nv):
+                    out[t, o, k, j] = out[o, t, j, k] = 0.5 * (A[j, t, k] + B[k, o, j])
+    for t in range(O, Kd):
+        for o in range(O):
+            A = c[o]
+            for k in range(nv):
+                for j in range(nv):
+                    out[t, o, k, j] = out[o, t, j, k] = A[j, t, k]
+        for o in range(O, Kd):
+            for k in range(nv):
+                for j in range(nv):
+                    out[t, o, k, j] = 0.0
 
 
 @jit_kernel
-def _add_gauss_newton(scale, Jy, W):
+def _add_gauss_newton(scale, Jy, row, W):
     """W[m, p, q] += sum_d scale_m (Jy[m, d, p] Jy[m, d, q]): one term's w_i omega_m Jy_m^T
-    Jy_m, Jy (N, d, Kt nv) (flattened stack entries p = s nv + a, Kt <= Kd), W (N, Kd nv,
-    Kd nv), symmetric to the bit (each product taken in both orders is the same)."""
+    Jy_m, Jy (N, d, Kt nv) of any strides (flattened stack entries p = s nv + a, Kt <= Kd),
+    each of its rows copied to the work array ``row`` (Kt nv,) and read from there, W (N,
+    Kd nv, Kd nv), symmetric to the bit (each product taken in both orders is the same).
+    The entries p of a row where Jy[m, d, p] = 0 are skipped: their products are zeros
+    (finite Jacobians), which leave an entry of W unchanged, an entry being never -0 (a sum
+    from +0 is -0 only if every term is). A link Jacobian is about half zeros (a link moves
+    with the joints before it only): measured 2026-12-04, bench_peers' link case (the
+    Panda, two link terms of 42 rows), 1.36 -> 0.78 ms a call, case (c) 45 -> 44 us."""
+    n = row.size
     for m in range(Jy.shape[0]):
         for d in range(Jy.shape[1]):
-            row = Jy[m, d]
-            for p in range(row.size):
+            for p in range(n):
+                row[p] = Jy[m, d, p]
+            for p in range(n):
                 x, out = row[p], W[m, p]
-                for q in range(row.size):
-                    out[q] += scale[m] * (x * row[q])
+                if x != 0.0:
+                    for q in range(n):
+                        out[q] += scale[m] * (x * row[q])
 
 
 @jit_kernel
