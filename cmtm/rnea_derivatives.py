@@ -46,17 +46,17 @@ the largest entry (Panda and a 9-link tree with prismatic joints, 5 samples): or
 1e-16 to 4e-16, order 1 1e-15 to 2e-15, order 2 3e-15 to 1e-14.
 
 Each link's 6-vectors (screw rates, twist, acceleration, momentum, force, pair factors) are
-formed in registers, as tuples (``inertia_times6``, ``motion_cross6``, ``force_cross6``,
-``plus_scaled6``), and stored once: accumulated into workspace arrays term by term, as
-before 2026-12-04, they made the compiler load the inputs again after every store (the
-arrays might alias). The same sums in the same order, identical bits. Kernel alone, one
-thread, 200 samples (40 for the 32-link chain), us per sample, three alternating rounds in
-separate processes (host load 2-3 on 2 cores): the blocks, 3-link chain 0.661-0.680 ->
-0.536-0.557, Panda 1.57-1.66 -> 1.32-1.36, 32-link chain 9.26-9.79 -> 8.37-8.65; the
-torques alone (which now also skip s'', the inertia rates and the subtree sums of inertia
-and momentum) 0.314-0.346 -> 0.236-0.243, 0.705-0.735 -> 0.533-0.576, 3.12-3.21 ->
-2.49-2.56. Cold compile of the kernel (first call, empty cache, three alternating pairs)
-5.3, 7.8, 7.1 s before, 5.1, 7.0, 7.2 s after.
+formed in registers, as tuples (``inertia_times6``, ``plus_scaled6``, and
+``cmtm.spatial``'s ``motion_cross6`` and ``force_cross6``), and stored once: accumulated
+into workspace arrays term by term, as before 2026-12-04, they made the compiler load the
+inputs again after every store (the arrays might alias). The same sums in the same order,
+identical bits. Kernel alone, one thread, 200 samples (40 for the 32-link chain), us per
+sample, three alternating rounds in separate processes (host load 2-3 on 2 cores): the
+blocks, 3-link chain 0.661-0.680 -> 0.536-0.557, Panda 1.57-1.66 -> 1.32-1.36, 32-link
+chain 9.26-9.79 -> 8.37-8.65; the torques alone (which now also skip s'', the inertia rates
+and the subtree sums of inertia and momentum) 0.314-0.346 -> 0.236-0.243, 0.705-0.735 ->
+0.533-0.576, 3.12-3.21 -> 2.49-2.56. Cold compile of the kernel (first call, empty cache,
+three alternating pairs) 5.3, 7.8, 7.1 s before, 5.1, 7.0, 7.2 s after.
 
 =========================  ================  ==========  =================================
 symbol                     code              shape       meaning (world frame, raw)
@@ -80,7 +80,7 @@ import numpy as np
 from cmtm._jit import claim_samples, index_range, jit, jit_inline, jit_kernel, jit_leaf
 from cmtm.rnea import (base_motion, composite_inertia_to_parent_add, link_pose_in_parent,
                        world_pose)
-from cmtm.spatial import JOINT_REVOLUTE, motion_cross_add
+from cmtm.spatial import JOINT_REVOLUTE, force_cross6, motion_cross6, motion_cross_add
 
 
 class TorqueDerivativesWorkspace(NamedTuple):
@@ -223,28 +223,6 @@ def inertia_add(m, mc, I_O, x, scale, out):
     product = inertia_times6(m, mc, I_O, x)
     for r in range(6):
         out[r] += scale * product[r]
-
-
-@jit_leaf
-def motion_cross6(v, x):
-    """v x x as a 6-tuple, [w x w_x; w x u_x + u x w_x] for v = [w; u], x = [w_x; u_x]:
-    the products of ``cmtm.spatial.motion_cross_add`` in its order, kept in registers."""
-    w0, w1, w2, u0, u1, u2 = v[0], v[1], v[2], v[3], v[4], v[5]
-    return (w1 * x[2] - w2 * x[1], w2 * x[0] - w0 * x[2], w0 * x[1] - w1 * x[0],
-            u1 * x[2] - u2 * x[1] + w1 * x[5] - w2 * x[4],
-            u2 * x[0] - u0 * x[2] + w2 * x[3] - w0 * x[5],
-            u0 * x[1] - u1 * x[0] + w0 * x[4] - w1 * x[3])
-
-
-@jit_leaf
-def force_cross6(v, f):
-    """v x^* f as a 6-tuple, [w x n + u x f_l; w x f_l] for v = [w; u], f = [n; f_l]: the
-    products of ``cmtm.spatial.force_cross_add`` in its order, kept in registers."""
-    w0, w1, w2, u0, u1, u2 = v[0], v[1], v[2], v[3], v[4], v[5]
-    return (w1 * f[2] - w2 * f[1] + u1 * f[5] - u2 * f[4],
-            w2 * f[0] - w0 * f[2] + u2 * f[3] - u0 * f[5],
-            w0 * f[1] - w1 * f[0] + u0 * f[4] - u1 * f[3],
-            w1 * f[5] - w2 * f[4], w2 * f[3] - w0 * f[5], w0 * f[4] - w1 * f[3])
 
 
 @jit_leaf

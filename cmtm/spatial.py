@@ -7,8 +7,10 @@ paper     code                                shape
 ========  ==================================  ======  ==================================
 [a x_3]   ``skew(a)``, ``skew_into(a, out)``  (3, 3)
 [u x_6]   ``motion_cross_into(u, out)``       (6, 6)  [[w x, 0], [v x, w x]], u = [w; v]
-u x x     ``motion_cross_add(u, x, s, out)``  (6,)    out += s [u x_6] x
-u x^* f   ``force_cross_add(u, f, s, out)``   (6,)    out += s [u x_6^*] f
+u x x     ``motion_cross6(u, x)``             (6,)    [u x_6] x, a tuple
+          ``motion_cross_add(u, x, s, out)``          out += s [u x_6] x
+u x^* f   ``force_cross6(u, f)``              (6,)    [u x_6^*] f, a tuple
+          ``force_cross_add(u, f, s, out)``           out += s [u x_6^*] f
 w x x     ``cross3_add(w, x, s, out)``        (3,)    out += s w x x (3-vectors)
 A^{-1}    ``motion_transform_inverse(R, p)``  (6, 6)  [[R^T, 0], [-R^T [p x], R^T]]
           ``placement_inverse_into``
@@ -210,16 +212,23 @@ def motion_cross_into(u, out):
 
 
 @jit_leaf
-def motion_cross_add(v, x, scale, out):
-    """out += scale (v x x), the spatial motion cross product
-    [w x w_x; w x u_x + u x w_x] of v = [w; u] and x = [w_x; u_x] (``crm(v) x``)."""
+def motion_cross6(v, x):
+    """v x x as a 6-tuple: the spatial motion cross product [w x w_x; w x u_x + u x w_x] of
+    v = [w; u] and x = [w_x; u_x] (``crm(v) x``), every input read before a caller stores
+    (a kernel keeps the result in registers)."""
     w0, w1, w2, u0, u1, u2 = v[0], v[1], v[2], v[3], v[4], v[5]
-    out[0] += scale * (w1 * x[2] - w2 * x[1])
-    out[1] += scale * (w2 * x[0] - w0 * x[2])
-    out[2] += scale * (w0 * x[1] - w1 * x[0])
-    out[3] += scale * (u1 * x[2] - u2 * x[1] + w1 * x[5] - w2 * x[4])
-    out[4] += scale * (u2 * x[0] - u0 * x[2] + w2 * x[3] - w0 * x[5])
-    out[5] += scale * (u0 * x[1] - u1 * x[0] + w0 * x[4] - w1 * x[3])
+    return (w1 * x[2] - w2 * x[1], w2 * x[0] - w0 * x[2], w0 * x[1] - w1 * x[0],
+            u1 * x[2] - u2 * x[1] + w1 * x[5] - w2 * x[4],
+            u2 * x[0] - u0 * x[2] + w2 * x[3] - w0 * x[5],
+            u0 * x[1] - u1 * x[0] + w0 * x[4] - w1 * x[3])
+
+
+@jit_leaf
+def motion_cross_add(v, x, scale, out):
+    """out += scale (v x x) (:func:`motion_cross6`)."""
+    product = motion_cross6(v, x)
+    for r in range(6):
+        out[r] += scale * product[r]
 
 
 @jit_leaf
@@ -232,13 +241,19 @@ def cross3_add(w, x, scale, out):
 
 
 @jit_leaf
-def force_cross_add(v, f, scale, out):
-    """out += scale (v x^* f), the spatial force cross product
-    [w x n + u x f_l; w x f_l] of v = [w; u] and f = [n; f_l] (``crf(v) f``)."""
+def force_cross6(v, f):
+    """v x^* f as a 6-tuple: the spatial force cross product [w x n + u x f_l; w x f_l] of
+    v = [w; u] and f = [n; f_l] (``crf(v) f``), every input read before a caller stores."""
     w0, w1, w2, u0, u1, u2 = v[0], v[1], v[2], v[3], v[4], v[5]
-    out[0] += scale * (w1 * f[2] - w2 * f[1] + u1 * f[5] - u2 * f[4])
-    out[1] += scale * (w2 * f[0] - w0 * f[2] + u2 * f[3] - u0 * f[5])
-    out[2] += scale * (w0 * f[1] - w1 * f[0] + u0 * f[4] - u1 * f[3])
-    out[3] += scale * (w1 * f[5] - w2 * f[4])
-    out[4] += scale * (w2 * f[3] - w0 * f[5])
-    out[5] += scale * (w0 * f[4] - w1 * f[3])
+    return (w1 * f[2] - w2 * f[1] + u1 * f[5] - u2 * f[4],
+            w2 * f[0] - w0 * f[2] + u2 * f[3] - u0 * f[5],
+            w0 * f[1] - w1 * f[0] + u0 * f[4] - u1 * f[3],
+            w1 * f[5] - w2 * f[4], w2 * f[3] - w0 * f[5], w0 * f[4] - w1 * f[3])
+
+
+@jit_leaf
+def force_cross_add(v, f, scale, out):
+    """out += scale (v x^* f) (:func:`force_cross6`)."""
+    product = force_cross6(v, f)
+    for r in range(6):
+        out[r] += scale * product[r]

@@ -45,7 +45,7 @@ LEAVES = {"cmtm.spatial.matvec6", "cmtm.spatial.matTvec6", "cmtm.spatial.motion_
           "cmtm.point_motion.column_jet", "cmtm.rnea.link_pose_in_parent",
           "cmtm.rnea.world_pose", "cmtm.rnea.composite_inertia_to_parent_add",
           "cmtm.rnea_derivatives.world_screw", "cmtm.rnea_derivatives.inertia_times6",
-          "cmtm.rnea_derivatives.motion_cross6", "cmtm.rnea_derivatives.force_cross6",
+          "cmtm.spatial.motion_cross6", "cmtm.spatial.force_cross6",
           "cmtm.rnea_derivatives.plus_scaled6", "cmtm.rnea_derivatives.vector6",
           "cmtm.rnea_derivatives.store6", "cmtm.rnea_derivatives.zero_inertia_parts",
           "cmtm.rnea_derivatives.link_acceleration"}
