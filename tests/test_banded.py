@@ -4,6 +4,7 @@ import pytest
 import scipy.sparse as sp
 
 from scipy.linalg import LinAlgError, cho_solve_banded, cholesky_banded
+from scipy.linalg.lapack import dpbtrf
 
 from conftest import chain_gradient_matrix
 from ioc.banded import (BandedCholesky, BandLayout, SplineChain, add_row_grams, band_matvec,
@@ -89,15 +90,19 @@ def test_restrict_solve_and_matvec_agree_with_dense_linear_algebra():
     assert np.allclose(dense @ x, b, rtol=0, atol=1e-8)
 
 
-def test_banded_cholesky_equals_scipy_cholesky_banded_bit_for_bit_and_refuses_indefinite():
-    """The direct LAPACK calls against scipy.linalg's cholesky_banded / cho_solve_banded
-    (the same routines: identical bits), one and two right-hand sides; an indefinite
-    matrix is a LinAlgError (the solver shifts it), a NaN a ValueError."""
+@pytest.mark.parametrize("n, u", [(40, 5), (138, 17), (200, 41), (30, 40), (150, 70)])
+def test_banded_cholesky_equals_scipy_cholesky_banded_bit_for_bit_and_refuses_indefinite(n, u):
+    """The factor (compiled dpbtf2 up to UNBLOCKED_BANDWIDTH upper diagonals, LAPACK's
+    dpbtrf beyond) and the direct dpbtrs against scipy.linalg's cholesky_banded /
+    cho_solve_banded (identical bits), one and two right-hand sides; band sizes of the
+    paper's arms (17), the Panda (41), fewer variables than diagonals, and a blocked one
+    (70); an indefinite matrix is a LinAlgError at LAPACK's leading minor (the solver
+    shifts it), a NaN a ValueError."""
     rng = np.random.default_rng(3)
-    n, u = 40, 5
-    M = rng.normal(size=(n, n))
-    dense = M @ M.T + n * np.eye(n)
-    ab = np.array([np.concatenate([np.zeros(u - d), np.diag(dense, u - d)])
+    M = rng.normal(size=(n, n)) * np.abs(np.subtract.outer(np.arange(n), np.arange(n))) \
+        .__le__(u // 2)
+    dense = M @ M.T + np.diag(rng.uniform(0.5, 2.0, n))
+    ab = np.array([np.concatenate([np.zeros(u - d), np.diag(dense, u - d)])[-n:]
                    for d in range(u + 1)])
     chol = BandedCholesky(ab)
     assert np.array_equal(chol.factor, cholesky_banded(ab, lower=False))
@@ -105,8 +110,12 @@ def test_banded_cholesky_equals_scipy_cholesky_banded_bit_for_bit_and_refuses_in
         assert np.array_equal(chol.solve(b), cho_solve_banded((chol.factor, False), b))
     indefinite = ab.copy()
     indefinite[u, 7] = -1.0
-    with pytest.raises(LinAlgError):
+    with pytest.raises(LinAlgError, match="^8-th"):
         BandedCholesky(indefinite)
+    shifted = ab.copy()                     # indefinite, its failing minor further on
+    shifted[u] -= np.linalg.eigvalsh(dense)[0] + 0.1
+    with pytest.raises(LinAlgError, match=f"^{dpbtrf(shifted, lower=0)[1]}-th"):
+        BandedCholesky(shifted)
     with pytest.raises(ValueError, match="finite"):
         BandedCholesky(np.where(ab == ab[u, 3], np.nan, ab))
     with pytest.raises(ValueError, match="finite"):

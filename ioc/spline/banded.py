@@ -7,6 +7,9 @@ u = (p+1) nv - 1. Storage is LAPACK's upper band form used by
 ``scipy.linalg.cholesky_banded``: ``ab[u + r - c, c] = A[r, c]`` for r <= c.
 """
 import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 from scipy.linalg import LinAlgError
 from scipy.linalg.blas import dsbmv
 from scipy.linalg.lapack import dpbtrf, dpbtrs
@@ -288,16 +291,27 @@ def band_matvec(ab, x):
 
 class BandedCholesky:
     """Cholesky factor U^T U of a symmetric positive definite band matrix (upper band
-    storage); ``solve(b)``. LAPACK's dpbtrf / dpbtrs called directly: the same routines
-    as ``scipy.linalg.cholesky_banded`` / ``cho_solve_banded`` (the same bits), without
-    their argument handling, which took most of a small solve's time (measured, 138
-    variables of bandwidth 17, one BLAS thread: factor 24 -> 18 us, solve 12.3 -> 2.9 us).
-    ValueError on a NaN or inf entry (as scipy's check_finite), LinAlgError where the
-    matrix is not positive definite."""
+    storage); ``solve(b)``. The factor of a band of at most UNBLOCKED_BANDWIDTH upper
+    diagonals by :func:`_unblocked_band_cholesky` (LAPACK's dpbtf2, which dpbtrf runs
+    there, with the fused multiply-adds of OpenBLAS's kernels: the same bits), wider ones
+    by LAPACK's dpbtrf; solves by dpbtrs, called directly: the routines of
+    ``scipy.linalg.cholesky_banded`` / ``cho_solve_banded`` (the same bits), without their
+    argument handling, which took most of a small solve's time (measured, 138 variables of
+    bandwidth 17, one BLAS thread: factor 24 -> 18 us, solve 12.3 -> 2.9 us; the compiled
+    factor 18 -> 3 us). ValueError on a NaN or inf entry (as scipy's check_finite),
+    LinAlgError where the matrix is not positive definite."""
 
     def __init__(self, ab):
-        _check_finite("band", ab)
-        self.factor, info = dpbtrf(ab, lower=0)
+        ab = np.asarray(ab, dtype=np.float64)
+        if ab.shape[0] - 1 > UNBLOCKED_BANDWIDTH:
+            _check_finite("band", ab)
+            self.factor, info = dpbtrf(ab, lower=0)
+        else:
+            factor = np.empty((ab.shape[1], ab.shape[0]))   # its transpose: Fortran order
+            info = _unblocked_band_cholesky(ab, factor, np.empty(ab.shape[0]))
+            if info < 0:
+                raise ValueError("band: expected finite values, got NaN or inf")
+            self.factor = factor.T
         if info > 0:
             raise LinAlgError(f"{info}-th leading minor not positive definite")
         if info < 0:
@@ -310,6 +324,65 @@ class BandedCholesky:
         if info < 0:
             raise ValueError(f"dpbtrs: illegal value in argument {-info}")
         return x
+
+
+UNBLOCKED_BANDWIDTH = 64
+"""The bandwidths kd that LAPACK's dpbtrf factors by the unblocked dpbtf2 (its block size
+from ILAENV is 1 for kd <= 64), and so :func:`_unblocked_band_cholesky`."""
+
+
+@intrinsic
+def _fused_multiply_add(typingctx, a, b, c):
+    """a b + c rounded once (LLVM's fma: the processor's instruction where it has one)."""
+    signature = types.float64(types.float64, types.float64, types.float64)
+
+    def codegen(context, builder, sig, args):
+        double = ir.DoubleType()
+        fma = builder.module.declare_intrinsic("llvm.fma", [double],
+                                               ir.FunctionType(double, [double] * 3))
+        return builder.call(fma, args)
+    return signature, codegen
+
+
+@jit_kernel
+def _unblocked_band_cholesky(ab, factor, work):
+    """LAPACK's dpbtf2 (upper): the Cholesky factor U of the band ab (kd+1, n) (upper band
+    storage) written transposed to factor (n, kd+1) (factor.T is LAPACK's band of U);
+    returns 0, j + 1 where the leading minor of order j + 1 is not positive definite, or
+    -1 for a NaN or inf entry of ab. Column j: u_jj = sqrt(a_jj), the row to its right
+    scaled by 1 / u_jj (dscal), then the rank-one update A -= x x^T of the trailing block
+    (dsyr, skipped for x_c = 0), each entry a fused multiply-add fma(-x_c, x_r, a) as
+    OpenBLAS's axpy kernels compute it: dpbtrf's bits on this machine (SkylakeX kernels;
+    tests/test_banded.py compares them). work (kd+1,): the scaled row."""
+    kd, n = ab.shape[0] - 1, ab.shape[1]
+    finite = True
+    for c in range(n):
+        for d in range(kd + 1):
+            x = ab[d, c]
+            finite &= np.isfinite(x)
+            factor[c, d] = x
+    if not finite:
+        return -1
+    for j in range(n):
+        ajj = factor[j, kd]
+        if not ajj > 0.0:
+            return j + 1
+        ajj = np.sqrt(ajj)
+        factor[j, kd] = ajj
+        kn = min(kd, n - j - 1)
+        r = 1.0 / ajj
+        for i in range(kn):
+            x = factor[j + 1 + i, kd - 1 - i] * r
+            factor[j + 1 + i, kd - 1 - i] = x
+            work[i] = x
+        for c in range(kn):
+            if work[c] != 0.0:
+                minus_x = -work[c]
+                column = factor[j + 1 + c]
+                base = np.uint64(kd - c)
+                for d in index_range(0, c + 1):
+                    column[base + d] = _fused_multiply_add(minus_x, work[d], column[base + d])
+    return 0
 
 
 def _check_finite(name, array):
