@@ -179,8 +179,8 @@ def test_spline_chain_gradient_is_the_sparse_product_bit_for_bit_and_skips_only_
     sum of |gs| in the same call against the product with its absolute values: equal bit
     for bit (the same products summed in the same order, zero entries
     included: gs of mixed signs with zeros in some columns of an order); ``orders``
-    skipping the orders that are zero leaves the bits unchanged, and skipping a nonzero
-    order changes the result (the mask is read)."""
+    skipping the orders that are zero, (K,) or per term (K, T), leaves the bits unchanged,
+    and skipping a nonzero order changes the result (the mask is read)."""
     rng = np.random.default_rng(7)
     n_control, degree, nv, K = 9, 3, 2, 4
     first, values = random_local_problem(rng, n_control=n_control, degree=degree, nv=nv, K=K)
@@ -203,6 +203,15 @@ def test_spline_chain_gradient_is_the_sparse_product_bit_for_bit_and_skips_only_
     assert np.array_equal(chain.gradient(gs, orders=orders), chain.gradient(gs))
     orders[1] = False                               # a nonzero order skipped
     assert not np.array_equal(chain.gradient(gs, orders=orders), chain.gradient(gs))
+    term_orders = np.any(gs != 0, axis=(0, 3))      # (K, T): the zero terms' orders skipped
+    assert not term_orders.all()
+    skipping = chain.gradient(gs, orders=term_orders, weights=weights)
+    assert np.array_equal(skipping[0], gradient) and np.array_equal(skipping[1], gross_gradient)
+    term_orders[1, 0] = False                       # a nonzero term's order skipped
+    skipping = chain.gradient(gs, orders=term_orders, weights=weights)
+    assert not np.array_equal(skipping[0], gradient)
+    assert not np.array_equal(skipping[1], gross_gradient)
+    assert np.array_equal(skipping[0][:, 1:], gradient[:, 1:])     # the other terms' columns
 
 
 def scattered_hessian(chain, G, out):

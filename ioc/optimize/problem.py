@@ -536,14 +536,14 @@ class MotionProblem:
         return costs
 
     def _stack_gradient_orders(self):
-        """The orders where the stack gradients of :meth:`evaluate` may be nonzero (the
-        ``orders`` of ``SplineChain.gradient``), (K,) bool: the joint terms' orders r and
-        the engine orders of the others; their weighted sum (the gross gradient's) has the
-        same."""
-        orders = np.zeros(self.K, dtype=np.bool_)
-        orders[self._joint_terms[1]] = True
-        if self.nonlinear:
-            orders[:self.engine_orders] = True
+        """The orders where each term's stack gradient in :meth:`evaluate` may be nonzero
+        (the per-term ``orders`` of ``SplineChain.gradient``), (K, n_terms) bool: a joint
+        term's order r, the engine orders of the others."""
+        orders = np.zeros((self.K, len(self.terms)), dtype=np.bool_)
+        terms, joint_orders = self._joint_terms[:2]
+        orders[joint_orders, terms] = True
+        for i in self.nonlinear:
+            orders[:self.engine_orders, i] = True
         return orders
 
     def _selectors(self):

@@ -60,25 +60,33 @@ class SplineChain:
         terms' ``weights`` (T,), gs (N, K, T, ...) being the stack gradients of T terms, also
         the gross gradient sum_m |B_m|^T gross_m of gross_m = sum_i w_i |gs_m,i| (summed in
         the order of i: a gradient's rounding scale), in the same pass: (gradient, gross
-        gradient (n_control, ...)). ``orders`` (K,) bool (default all True): the orders s
-        where gs[:, s] may be nonzero; the products of the others are skipped. The same
-        bits as scipy's CSR product Cg @ gs (|Cg| @ gross): each entry sums the same
-        products in the same order (the matrix's columns m K + s ascending), the skipped
-        ones and those of zero entries being zeros, which leave a sum that starts at +0
-        unchanged. Without scipy's handling of the product, and skipping the joint terms'
-        zero orders (measured 2026-12-03, 2 shared cores, case (a) of bench_peers: 200
-        samples, K = 4, 3 terms of one order each, 9 columns: scipy's product 19 us, a loop
-        over every order 17 us, 11-12 us skipping the zero entries one by one; skipping
-        zero orders only, every column of the others in a contiguous inner loop: 10.5 ->
-        8.9 us, case (b) 18.4 -> 10.4 us)."""
+        gradient (n_control, ...)). ``orders`` (default all True): the orders s where gs[:,
+        s] may be nonzero, (K,) bool, or with weights (K, T) bool per term (those where
+        gs[:, s, i] may be); the products of the others are skipped. The same bits as
+        scipy's CSR product Cg @ gs (|Cg| @ gross): each entry sums the same products in the
+        same order (the matrix's columns m K + s ascending), the skipped ones and those of
+        zero entries being zeros, which leave a sum that starts at +0 unchanged (a gross
+        sum too: its terms are >= 0). Without scipy's handling of the product, and
+        skipping the joint terms' zero orders, in one compiled loop
+        (:func:`_chain_gradient`) whose trip counts over a sample's control points, a
+        term's columns and the terms are constants of its compiled form (measured
+        2026-12-04, 2 shared cores, case (a) of bench_peers: 200 samples, K = 4, 3 terms
+        of one order each, 9 columns, per call: scipy's product 19 us, a loop over every
+        order 17 us, skipping zero orders 10.5 -> 8.9 us, then with the gross gradient
+        22 us; constant trip counts 15.5 us, and skipping zero terms 10.3 us)."""
         N, K = gs.shape[:2]
         flat = np.ascontiguousarray(gs, dtype=np.float64).reshape(N, K, -1)
+        terms = 1 if weights is None else len(weights)
         if orders is None:
-            orders = np.ones(K, dtype=np.bool_)
+            orders = np.ones((K, terms), dtype=np.bool_)
+        elif orders.ndim == 1:                  # the same orders for every term
+            orders = np.repeat(np.asarray(orders, dtype=np.bool_)[:, None], terms, axis=1)
         w = np.zeros(0) if weights is None else np.ascontiguousarray(weights, np.float64)
+        width = flat.shape[2] // terms
         out = np.zeros((self.n_control, flat.shape[2]))
-        out_gross = np.zeros((self.n_control, flat.shape[2] // w.size if w.size else 0))
-        _chain_gradient(self.first, self.values, flat, w, orders, out, out_gross)
+        out_gross = np.zeros((self.n_control, width if w.size else 0))
+        _chain_gradient(self.first, self.values, flat, w, orders, out, out_gross,
+                        static_sizes(self.values.shape[2], width, terms))
         gradient = out.reshape((self.n_control,) + gs.shape[2:])
         if weights is None:
             return gradient
@@ -195,31 +203,45 @@ def _add_blocks_to_band(blocks, ab):
                     ab[u + r - c, c] += blocks[i, delta, j, k]
 
 
+def static_sizes(*sizes):
+    """Tuples of zeros of the lengths ``sizes``: a compiled kernel taking them reads the
+    lengths (``len``) as constants of its compiled form (a tuple's length is part of its
+    type), so that its short loops have constant trip counts, which the compiler unrolls
+    and vectorizes; one compiled form per distinct set of sizes."""
+    return tuple((0,) * size for size in sizes)
+
+
 @jit_kernel
-def _chain_gradient(first, values, gs, weights, orders, out, out_gross):
-    """out[first_m + a, x] += values[m, s, a] gs[m, s, x] over the samples m and the orders
-    s where orders[s], in that order (:meth:`SplineChain.gradient`), and with T =
-    weights.size terms (gs (N, K, T Y), the terms' columns in turn) out_gross[first_m + a, y]
-    += |values[m, s, a]| gross, gross = sum_i weights[i] |gs[m, s, i Y + y]| summed in the
-    order of i from +0; out (n_c, X) and out_gross (n_c, Y) zeros (Y = 0 without terms).
-    The inner loops run over the contiguous x and y (one after the other: 19.9 against
-    21.8 us with both in the loop over a on case (a)), on unsigned indices
-    (``index_range``)."""
-    n_local, Y = values.shape[2], out_gross.shape[1]
+def _chain_gradient(first, values, gs, weights, orders, out, out_gross, sizes):
+    """out[first_m + a, i Y + y] += values[m, s, a] gs[m, s, i Y + y] over the samples m and
+    the orders s, in that order, for the terms i where orders[s, i] (gs (N, K, T Y), the
+    terms' columns in turn; :meth:`SplineChain.gradient`), and where weights.size = T,
+    out_gross[first_m + a, y] += |values[m, s, a]| gross, gross = sum_i weights[i]
+    |gs[m, s, i Y + y]| over the terms where orders[s, i], summed in the order of i from
+    +0 (skipped where no term is); out (n_c, T Y) and out_gross (n_c, Y) zeros (no columns
+    without weights). ``sizes`` (:func:`static_sizes`): the lengths p+1, Y and T as
+    constants of the compiled form."""
+    n_local, Y, T = len(sizes[0]), len(sizes[1]), len(sizes[2])
     for m in range(gs.shape[0]):
-        row = np.uint64(first[m])
+        row = first[m]
         for s in range(gs.shape[1]):
-            if orders[s]:
-                for a in index_range(0, n_local):
-                    v = values[m, s, a]
-                    for x in index_range(0, gs.shape[2]):
-                        out[row + a, x] += v * gs[m, s, x]
+            g, v = gs[m, s], values[m, s]
+            nonzero = False
+            for i in range(T):
+                if orders[s, i]:
+                    nonzero = True
+                    for a in range(n_local):
+                        column = out[row + a]
+                        for y in range(Y):
+                            column[i * Y + y] += v[a] * g[i * Y + y]
+            if nonzero and weights.size:
                 for y in range(Y):
                     gross = 0.0
-                    for i in range(weights.size):
-                        gross += weights[i] * abs(gs[m, s, i * Y + y])
-                    for a in index_range(0, n_local):
-                        out_gross[row + a, y] += abs(values[m, s, a]) * gross
+                    for i in range(T):
+                        if orders[s, i]:
+                            gross += weights[i] * abs(g[i * Y + y])
+                    for a in range(n_local):
+                        out_gross[row + a, y] += abs(v[a]) * gross
 
 
 class BandLayout:
