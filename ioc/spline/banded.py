@@ -15,6 +15,7 @@ from scipy.linalg.blas import dsbmv
 from scipy.linalg.lapack import dpbtrf, dpbtrs
 
 from cmtm._jit import index_range, jit_kernel
+from ioc.spline.bspline import static_sizes
 
 
 class SplineChain:
@@ -201,14 +202,6 @@ def _add_blocks_to_band(blocks, ab):
                 for k in range(j if delta == 0 else 0, nv):
                     c = (i + delta) * nv + k
                     ab[u + r - c, c] += blocks[i, delta, j, k]
-
-
-def static_sizes(*sizes):
-    """Tuples of zeros of the lengths ``sizes``: a compiled kernel taking them reads the
-    lengths (``len``) as constants of its compiled form (a tuple's length is part of its
-    type), so that its short loops have constant trip counts, which the compiler unrolls
-    and vectorizes; one compiled form per distinct set of sizes."""
-    return tuple((0,) * size for size in sizes)
 
 
 @jit_kernel

@@ -50,7 +50,7 @@ import numpy as np
 from numba.extending import register_jitable
 from scipy import sparse
 
-from cmtm._jit import index_range, jit_kernel
+from cmtm._jit import jit_kernel
 
 _VELTKAMP = 134217729.0  # 2**27 + 1: splits a float64 into two 26-bit halves
 _CACHED_TIME_GRIDS = 4  # quadrature nodes, limit nodes, the two ends, and one spare
@@ -117,6 +117,14 @@ def _as_dd(x):
     if isinstance(x, DD):
         return DD(np.asarray(x.hi, dtype=np.float64), np.asarray(x.lo, dtype=np.float64))
     return DD.of(x)
+
+
+def static_sizes(*sizes):
+    """Tuples of zeros of the lengths ``sizes``: a compiled kernel taking them reads the
+    lengths (``len``) as constants of its compiled form (a tuple's length is part of its
+    type), so that its short loops have constant trip counts, which the compiler unrolls
+    and vectorizes; one compiled form per distinct set of sizes."""
+    return tuple((0,) * size for size in sizes)
 
 
 # --- double-double arithmetic ------------------------------------------------------------
@@ -541,29 +549,32 @@ class StackEvaluator:
         values = np.empty(((self.K + 1) * n_c - self.K * (self.K + 1) // 2, nv))
         out = np.empty((len(self.first), self.K + 1, nv))
         _stack_values(hi, lo, *self._scales, np.empty(hi.shape), np.empty(hi.shape), values,
-                      self.first, self.bases, out)
+                      self.first, self.bases, out,
+                      static_sizes(self.K + 1, self.bases.shape[2], nv))
         return out
 
 
 @jit_kernel
-def _stack_values(hi, lo, scale_hi, scale_lo, c_hi, c_lo, values, first, bases, out):
+def _stack_values(hi, lo, scale_hi, scale_lo, c_hi, c_lo, values, first, bases, out, sizes):
     """out[m, r] = sum_a bases[m, r, a] c^(r)_(first[m] + a), a = 0..p-r, summed from +0
     in the order of a: the products of ``evaluate``'s sparse rows, the same bits (scipy's
     CSR product sums a row's stored entries so), c^(r) the rounded derivative control
     points of the DD (hi, lo) that :func:`_derivative_values` stacks in ``values``
-    (:class:`StackEvaluator`); bases (N, K+1, p+1), out (N, K+1, nv)."""
+    (:class:`StackEvaluator`); bases (N, K+1, p+1), out (N, K+1, nv); ``sizes``
+    (:func:`static_sizes`): K+1, p+1 and nv as constants of the compiled form (constant
+    trip counts: 10.0 -> 6.6 us a call on bench_peers' case (a))."""
     _derivative_values(hi, lo, scale_hi, scale_lo, c_hi, c_lo, values)
-    n_c, nv = hi.shape
-    n_local = bases.shape[2]
+    orders, n_local, nv = len(sizes[0]), len(sizes[1]), len(sizes[2])
+    n_c = hi.shape[0]
     for m in range(first.size):
-        row = np.uint64(first[m])           # c^(r)_first[m] in values: unsigned indices
-        for r in range(bases.shape[1]):
-            for j in index_range(0, nv):
+        row = first[m]                      # c^(r)_first[m] in values
+        for r in range(orders):
+            for j in range(nv):
                 total = 0.0
-                for a in index_range(0, n_local - r):
+                for a in range(n_local - r):
                     total += bases[m, r, a] * values[row + a, j]
                 out[m, r, j] = total
-            row += np.uint64(n_c - r)
+            row += n_c - r
 
 
 @jit_kernel
