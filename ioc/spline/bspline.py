@@ -51,6 +51,7 @@ from numba.extending import register_jitable
 from scipy import sparse
 
 from cmtm._jit import jit_kernel
+from ioc.spline.banded import static_sizes
 
 _VELTKAMP = 134217729.0  # 2**27 + 1: splits a float64 into two 26-bit halves
 _CACHED_TIME_GRIDS = 4  # quadrature nodes, limit nodes, the two ends, and one spare
@@ -117,14 +118,6 @@ def _as_dd(x):
     if isinstance(x, DD):
         return DD(np.asarray(x.hi, dtype=np.float64), np.asarray(x.lo, dtype=np.float64))
     return DD.of(x)
-
-
-def static_sizes(*sizes):
-    """Tuples of zeros of the lengths ``sizes``: a compiled kernel taking them reads the
-    lengths (``len``) as constants of its compiled form (a tuple's length is part of its
-    type), so that its short loops have constant trip counts, which the compiler unrolls
-    and vectorizes; one compiled form per distinct set of sizes."""
-    return tuple((0,) * size for size in sizes)
 
 
 # --- double-double arithmetic ------------------------------------------------------------
