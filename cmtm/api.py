@@ -391,9 +391,10 @@ def _torque_derivatives_pass(model, stack, k, values, jacobian):
 def _velocity_jacobian(model, stack, k):
     """d nu / d q_stack of a validated stack: (n_samples, k+1, 6 nv, k+2, nv), by the
     world-frame kernel (``cmtm.velocity_derivatives``), which flags non-finite entries
-    itself, per sample (the output can be megabytes per sample)."""
+    itself, per sample (the output can be megabytes per sample), and zeroes the samples'
+    blocks before it writes them."""
     n_samples, nv = stack.shape[0], stack.shape[2]
-    J = np.zeros((n_samples, k + 1, 6 * nv, k + 2, nv))
+    J = np.empty((n_samples, k + 1, 6 * nv, k + 2, nv))
     run_flagging_finite("link_velocity", model, velocity_derivatives_kernel,
                         "velocity_derivatives", (k,),
                         lambda kmodel, slots: velocity_derivatives_workspace(kmodel, k, slots),

@@ -408,3 +408,22 @@ def test_tangent_matrix_maps_tangents_to_velocity_variations():
     W = tangent_matrix(nu, k + 1)
     du = W @ delta.ravel()
     assert_small(du[6:], d_nu.ravel(), 1e-9, "dnu")
+
+
+@pytest.mark.parametrize("shape, axis", [((7, 1, 3), 1), ((7, 2, 3, 6), 1), ((7, 3, 4), -2),
+                                         ((5, 6, 2), 1), ((23, 3), 0), ((4, 2), -1)])
+def test_raw_taylor_scalings_are_the_broadcast_product_and_quotient_bit_for_bit(shape, axis):
+    """taylor_from_raw and raw_from_taylor against the broadcast of the factorials over the
+    order axis (for one or two orders they copy: 0! = 1! = 1), bit for bit on entries from
+    1e-300 to 1e300 with NaN, inf and -0, and in the memory layout of their input."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape) * 10.0 ** rng.integers(-300, 300, shape)
+    x.flat[::5], x.flat[1::7], x.flat[2::11] = np.nan, np.inf, -0.0
+    factor = np.array([math.factorial(l) for l in range(shape[axis])], dtype=float)
+    factor = factor.reshape([-1 if a == axis % len(shape) else 1 for a in range(len(shape))])
+    with np.errstate(over="ignore", invalid="ignore"):
+        assert raw_from_taylor(x, axis).tobytes() == (x * factor).tobytes()
+        assert taylor_from_raw(x, axis).tobytes() == (x / factor).tobytes()
+        swapped = np.swapaxes(x, 0, -1)
+        assert raw_from_taylor(swapped, axis).strides == (swapped * 1.0).strides
+    assert raw_from_taylor(x, axis) is not x

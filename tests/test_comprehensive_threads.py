@@ -85,8 +85,10 @@ def comprehensive_wanted():
 
 
 def velocity_outputs(model, n_samples):
-    """Zeroed Jacobian and per-sample finite flags of velocity_derivatives_kernel."""
-    return (np.zeros((n_samples, ORDER + 1, 6 * model.nv, ORDER + 2, model.nv)),
+    """Jacobian and per-sample finite flags of velocity_derivatives_kernel, the Jacobian
+    filled with NaN: the kernel writes every entry of the samples it runs (it zeroes their
+    blocks first), which the bitwise comparisons of its outputs check."""
+    return (np.full((n_samples, ORDER + 1, 6 * model.nv, ORDER + 2, model.nv), np.nan),
             np.zeros(n_samples, dtype=np.bool_))
 
 

@@ -271,3 +271,39 @@ def test_the_cost_estimate_is_the_calling_threads_kernel_time(monkeypatch, chunk
     results_on_threads((numba.config.NUMBA_NUM_THREADS,),
                        lambda: (call(1e-12), call(default)))  # split, then by the estimate
     assert chunk_counts == [2, 1] and (out == 1.0).all()
+
+
+def test_a_chunk_that_no_pool_thread_started_is_withdrawn_and_never_runs():
+    """dispatch._Chunk: join() before any pool thread took the chunk returns at once, and
+    the pool thread that takes it later skips it."""
+    calls = []
+    chunk = dispatch._Chunk(calls.append, (1,))
+    chunk.join()
+    chunk.run()
+    assert calls == []
+
+
+def test_joining_a_started_chunk_waits_for_its_end_and_raises_its_error():
+    """A chunk a pool thread has taken is waited for (its call's effect seen after join),
+    and an exception raised by its call is raised by join on the calling thread."""
+    started, calls = threading.Event(), []
+
+    def slow(value):
+        started.set()
+        time.sleep(0.05)
+        calls.append(value)
+    chunk = dispatch._Chunk(slow, (2,))
+    dispatch._thread_pool().put(chunk)
+    assert started.wait(5.0)
+    chunk.join()
+    assert calls == [2]
+
+    def failing():
+        started.set()
+        raise ZeroDivisionError("in the pool")
+    started.clear()
+    chunk = dispatch._Chunk(failing, ())
+    dispatch._thread_pool().put(chunk)
+    assert started.wait(5.0)
+    with pytest.raises(ZeroDivisionError, match="in the pool"):
+        chunk.join()
