@@ -173,14 +173,13 @@ def run_chunks(kernel, kernel_model, works, n_samples, *arrays, start=0, block=1
     (:func:`cmtm._jit.claim_samples`), so that a thread that starts late or shares its core
     with another process does less of the work. On this project's machine a pool thread
     started running a task a median 140-250 us after it was submitted, and 1.4 ms at the
-    90th percentile (three runs of 60 calls, the calling thread busy in a nogil loop):
-    the other vCPU has to be woken; on 2026-12-04, 28 us after :class:`_Chunk` queued it
+    90th percentile (three runs of 60 calls, the calling thread busy in a nogil loop): the
+    other vCPU has to be woken; on 2026-12-04, 28 us after :class:`_Chunk` queued it
     (median of 200 calls of the 3-link chain's order-0 torque Jacobian, 200 and 600
     samples, one call per millisecond). A chunk that no pool thread has started when the
     calling thread finds no sample left is withdrawn, not waited for (:class:`_Chunk`).
-    Returns the seconds per
-    sample of the calling thread's kernel call (the kernel's own cost, without handing
-    work to the pool and waiting for it), None if it ran no sample.
+    Returns the seconds per sample of the calling thread's kernel call (the kernel's own
+    cost, without handing work to the pool and waiting for it), None if it ran no sample.
 
     A thread writes only the samples it claims and its own workspace, and every sample
     runs the same instructions whatever thread runs it, so the results are identical bit
