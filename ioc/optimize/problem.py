@@ -53,6 +53,8 @@ like T^-r, and far outside this range float64 overflows in the knot and derivati
 arithmetic."""
 _NO_LO, _NO_BOUND = np.zeros((0, 0)), np.zeros(0)
 """Empty arrays: no x_lo, no bound in :meth:`MotionProblem._limit_products`."""
+_NO_STACK_GRADIENTS = np.zeros((0, 0, 0, 0))
+"""Empty stack gradients: the joint terms' costs alone in :meth:`MotionProblem._joint_costs`."""
 FD_STACK_STEP = 1.5e-8
 """Relative step of the forward differences of the terms' vector-Jacobian products (the
 Newton Hessian's second-order part): about eps**(1/2), balancing truncation and round-off."""
@@ -529,7 +531,7 @@ class MotionProblem:
         squares = np.empty((len(terms), len(omega)))
         _joint_terms(np.ascontiguousarray(q_stack), omega, terms, orders, joints, counts,
                      stack_grads is not None,
-                     np.zeros((0, 0, 0, 0)) if stack_grads is None else stack_grads, squares)
+                     _NO_STACK_GRADIENTS if stack_grads is None else stack_grads, squares)
         costs = np.zeros(len(self.terms))
         for i, row in zip(terms.tolist(), squares):
             costs[i] = 0.5 * float(omega @ row)

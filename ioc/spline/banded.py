@@ -332,8 +332,8 @@ class BandedCholesky:
         else:
             factor = np.empty((ab.shape[1], ab.shape[0]))   # its transpose: Fortran order
             info = _unblocked_band_cholesky(ab, factor, np.empty(ab.shape[0]))
-            if info < 0:
-                raise ValueError("band: expected finite values, got NaN or inf")
+            if info < 0:                # a NaN or inf entry
+                _check_finite("band", ab)
             self.factor = factor.T
         if info > 0:
             raise LinAlgError(f"{info}-th leading minor not positive definite")
